@@ -1,0 +1,3 @@
+module github.com/besim/besim
+
+go 1.26
