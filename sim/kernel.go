@@ -1,0 +1,322 @@
+package sim
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+)
+
+// Handler receives events. Components implement it once and tell their event
+// kinds apart by tag, so scheduling never needs a closure.
+type Handler interface {
+	OnEvent(now Time, tag uint64)
+}
+
+// HandlerID names a handler registered with a kernel. Queue entries carry
+// the ID rather than the interface, so they hold no pointers: the garbage
+// collector never scans the queue and moving entries needs no write barriers.
+type HandlerID uint32
+
+type entry struct {
+	at  Time
+	seq uint64
+	tag uint64
+	hid HandlerID
+}
+
+// Kernel is a single-threaded event loop over virtual time.
+//
+// The queue is a radix heap with byte-wide digits (a hierarchical timing
+// wheel without a fixed horizon): virtual time never goes backwards, so an
+// entry is filed under the highest byte in which its instant differs from the
+// last dispatched instant, in the slot of that byte's value. Push is O(1); an
+// entry cascades down at most 8 levels in its life and in practice two or
+// three, each move a sequential append, which is what beats a binary heap's
+// O(log n) cache-missing sifts at 100k pending. Entries that share an instant
+// leave in insertion order (seq).
+type Kernel struct {
+	now   Time
+	last  Time // instant of the last dispatched entry; every queued key is >= last
+	cur   []entry
+	curAt int // read position in cur; cur holds entries at instant last
+	slots [levels][nslots][]entry
+	bits  [levels][nwords]uint64 // non-empty slots per level
+	used  uint64                 // non-empty levels
+
+	handlers []Handler
+	ids      map[Handler]HandlerID
+
+	n       int
+	seq     uint64
+	events  uint64
+	stopped bool
+}
+
+const (
+	digit  = 6 // bits per radix digit: 64 slots, one bitmap word per level
+	levels = (64 + digit - 1) / digit
+	nslots = 1 << digit
+	nwords = (nslots + 63) / 64
+)
+
+// NewKernel returns a kernel at time zero with nothing pending.
+func NewKernel() *Kernel { return &Kernel{} }
+
+// Now is the current virtual time.
+func (k *Kernel) Now() Time { return k.now }
+
+// Pending is the number of queued entries, including those of stopped timers
+// that have not yet reached their instant.
+func (k *Kernel) Pending() int { return k.n }
+
+// Events is the number of events dispatched so far.
+func (k *Kernel) Events() uint64 { return k.events }
+
+// Register makes h schedulable by ID. Handlers are long-lived components
+// (ports, links, QPs, timers): the kernel keeps them for its lifetime.
+// Registering the same handler twice returns the same ID.
+func (k *Kernel) Register(h Handler) HandlerID {
+	if id, ok := k.ids[h]; ok {
+		return id
+	}
+	if k.ids == nil {
+		k.ids = make(map[Handler]HandlerID)
+	}
+	id := HandlerID(len(k.handlers))
+	k.handlers = append(k.handlers, h)
+	k.ids[h] = id
+	return id
+}
+
+// Post schedules handler id's OnEvent(at, tag): the fast path for hot
+// components, which register once. Scheduling in the past is a bug in the
+// caller and panics rather than silently reordering time.
+func (k *Kernel) Post(at Time, id HandlerID, tag uint64) {
+	if at < k.now {
+		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, k.now))
+	}
+	k.seq++
+	k.file(entry{at: at, seq: k.seq, tag: tag, hid: id})
+	k.n++
+}
+
+// At schedules h.OnEvent(at, tag), registering h on first use (a map lookup
+// per call; hot paths use Register and Post).
+func (k *Kernel) At(at Time, h Handler, tag uint64) { k.Post(at, k.Register(h), tag) }
+
+// After schedules h.OnEvent at now+d.
+func (k *Kernel) After(d Time, h Handler, tag uint64) { k.At(k.now+d, h, tag) }
+
+// PostAfter schedules handler id d from now.
+func (k *Kernel) PostAfter(d Time, id HandlerID, tag uint64) { k.Post(k.now+d, id, tag) }
+
+// file places e relative to last.
+func (k *Kernel) file(e entry) {
+	x := uint64(e.at ^ k.last)
+	if x == 0 {
+		k.cur = append(k.cur, e)
+		return
+	}
+	lv := uint(63-bits.LeadingZeros64(x)) / digit
+	s := uint(uint64(e.at)>>(digit*lv)) & (nslots - 1)
+	k.slots[lv][s] = append(k.slots[lv][s], e)
+	k.bits[lv][s>>6] |= 1 << (s & 63)
+	k.used |= 1 << lv
+}
+
+// lowest returns the lowest non-empty (level, slot).
+func (k *Kernel) lowest() (uint, uint) {
+	lv := uint(bits.TrailingZeros64(k.used))
+	b := &k.bits[lv]
+	for w := 0; w < nwords; w++ {
+		if b[w] != 0 {
+			return lv, uint(w*64 + bits.TrailingZeros64(b[w]))
+		}
+	}
+	panic("sim: level marked used with no slot")
+}
+
+func (k *Kernel) clear(lv uint, s uint) {
+	k.slots[lv][s] = k.slots[lv][s][:0]
+	k.bits[lv][s>>6] &^= 1 << (s & 63)
+	for _, w := range k.bits[lv] {
+		if w != 0 {
+			return
+		}
+	}
+	k.used &^= 1 << lv
+}
+
+// advance refills cur with the earliest instant if it is <= until.
+func (k *Kernel) advance(until Time) bool {
+	for {
+		lv, s := k.lowest()
+		sl := k.slots[lv][s]
+		shift := digit * lv
+		// Smallest instant the slot can hold: last's higher digits, then s.
+		hi := uint64(k.last) >> (shift + digit) << (shift + digit)
+		if shift+digit >= 64 {
+			hi = 0
+		}
+		base := Time(hi | uint64(s)<<shift)
+		if base > until {
+			return false
+		}
+		if lv == 0 {
+			k.last = base
+			k.cur = append(k.cur[:0], sl...)
+			k.clear(0, s)
+			sortBySeq(k.cur)
+			return true
+		}
+		m := sl[0].at
+		for _, e := range sl[1:] {
+			if e.at < m {
+				m = e.at
+			}
+		}
+		if m > until {
+			return false
+		}
+		k.last = m
+		for _, e := range sl { // all land on lower levels or in cur
+			k.file(e)
+		}
+		k.clear(lv, s)
+		if len(k.cur) > 0 {
+			sortBySeq(k.cur)
+			return true
+		}
+	}
+}
+
+func sortBySeq(es []entry) {
+	for i := 1; i < len(es); i++ {
+		if es[i].seq < es[i-1].seq {
+			slices.SortFunc(es, func(a, b entry) int {
+				if a.seq < b.seq {
+					return -1
+				}
+				return 1
+			})
+			return
+		}
+	}
+}
+
+// next returns the earliest entry if its time is <= until.
+func (k *Kernel) next(until Time) (entry, bool) {
+	if k.curAt == len(k.cur) {
+		k.cur = k.cur[:0]
+		k.curAt = 0
+		if k.n == 0 || !k.advance(until) {
+			return entry{}, false
+		}
+	}
+	if k.last > until {
+		return entry{}, false
+	}
+	e := k.cur[k.curAt]
+	k.curAt++
+	k.n--
+	return e, true
+}
+
+// Step dispatches the earliest event, if any, and reports whether it did.
+func (k *Kernel) Step() bool { return k.step(Never) }
+
+func (k *Kernel) step(until Time) bool {
+	e, ok := k.next(until)
+	if !ok {
+		return false
+	}
+	k.now = e.at
+	k.events++
+	k.handlers[e.hid].OnEvent(e.at, e.tag)
+	return true
+}
+
+// RunUntil dispatches events up to and including instant t, then leaves the
+// clock at t (or earlier if Stop was called).
+func (k *Kernel) RunUntil(t Time) {
+	k.stopped = false
+	for !k.stopped && k.step(t) {
+	}
+	if !k.stopped && t != Never && t > k.now {
+		k.now = t
+	}
+}
+
+// Run dispatches events until none is left or Stop is called.
+func (k *Kernel) Run() { k.RunUntil(Never) }
+
+// Stop makes the running RunUntil return after the current event.
+func (k *Kernel) Stop() { k.stopped = true }
+
+// Timer is a cancellable, re-armable timer owned by a component. Re-arming it
+// later than its queued instant costs nothing: the queued entry re-queues
+// itself at the new deadline when it comes due, so a retransmission timer
+// pushed back on every ACK adds no events.
+type Timer struct {
+	k        *Kernel
+	h        Handler
+	id       HandlerID
+	tag      uint64
+	when     Time
+	queuedAt Time
+	gen      uint64
+	armed    bool
+	queued   bool
+}
+
+// Init binds a timer (usually a field of its component) to a kernel and the
+// handler it fires.
+func (t *Timer) Init(k *Kernel, h Handler, tag uint64) {
+	t.k, t.h, t.tag = k, h, tag
+	t.id = k.Register(t)
+}
+
+// Set arms the timer to fire at instant at, replacing any earlier setting.
+func (t *Timer) Set(at Time) {
+	t.armed = true
+	t.when = at
+	if t.queued && t.queuedAt <= at {
+		return
+	}
+	t.gen++
+	t.queued = true
+	t.queuedAt = at
+	t.k.Post(at, t.id, t.gen)
+}
+
+// SetAfter arms the timer d from now.
+func (t *Timer) SetAfter(d Time) { t.Set(t.k.now + d) }
+
+// Stop disarms the timer.
+func (t *Timer) Stop() { t.armed = false }
+
+// Armed reports whether the timer will fire.
+func (t *Timer) Armed() bool { return t.armed }
+
+// When is the instant the timer fires at, if armed.
+func (t *Timer) When() Time { return t.when }
+
+// OnEvent implements Handler for the timer's own queue entry.
+func (t *Timer) OnEvent(now Time, gen uint64) {
+	if gen != t.gen {
+		return // superseded by an earlier re-arm
+	}
+	t.queued = false
+	if !t.armed {
+		return
+	}
+	if t.when > now {
+		t.gen++
+		t.queued = true
+		t.queuedAt = t.when
+		t.k.Post(t.when, t.id, t.gen)
+		return
+	}
+	t.armed = false
+	t.h.OnEvent(now, t.tag)
+}
