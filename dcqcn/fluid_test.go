@@ -1,0 +1,125 @@
+package dcqcn
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// fluidResult summarises a two-flow run of fluidRun.
+type fluidResult struct {
+	avg     [2]float64 // mean rate over the measurement window, bits/s
+	cnps    [2]uint64
+	maxQ    float64 // bytes
+	avgUtil float64 // sum of avg / capacity
+}
+
+// fluidRun simulates two DCQCN flows into one bottleneck of capacity c bits/s
+// in fixed steps. The switch marks each 1 KB packet with RED probability
+// (the paper's Kmin = 5 KB, Kmax = 200 KB, Pmax = 1%) on the queue it finds,
+// so each flow's marks, and thus its CNPs, scale with its rate. CNPs reach
+// the sender a base RTT plus the queueing delay later. Flow 1 starts at line
+// rate and flow 2 at about 1/16 of it, so equal rates at the end mean the
+// controller converged rather than started fair.
+func fluidRun(t testing.TB, cfg Config, c int64, dur, window int64, seed uint64) fluidResult {
+	t.Helper()
+	const (
+		step    = 1 * us
+		pkt     = 1000.0 // bytes
+		baseRTT = 10 * us
+		kmin    = 5e3
+		kmax    = 200e3
+		pmax    = 0.01
+	)
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	var rp [2]*ReactionPoint
+	var np [2]NotificationPoint
+	var pending [2][]int64 // CNP arrival times at the RP, FIFO
+	var frac [2]float64    // packet fraction carried between steps
+	var sum [2]float64
+	var res fluidResult
+	for i := range rp {
+		r, err := NewReactionPoint(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp[i] = r
+		np[i] = NewNotificationPoint(DefaultCNPInterval)
+	}
+	for range 4 {
+		rp[1].OnCNP(0)
+	}
+	q := 0.0
+	samples := 0
+	for now := int64(0); now < dur; now += step {
+		arrived := 0.0
+		for i := range rp {
+			for len(pending[i]) > 0 && pending[i][0] <= now {
+				rp[i].OnCNP(pending[i][0])
+				pending[i] = pending[i][1:]
+			}
+			rp[i].OnTimer(now)
+			rate := rp[i].Rate()
+			bytes := float64(rate) * float64(step) / 8e12
+			rp[i].OnPacketSent(now, int64(bytes))
+			arrived += bytes
+			frac[i] += bytes / pkt
+			p := 0.0
+			switch {
+			case q > kmax:
+				p = 1
+			case q > kmin:
+				p = pmax * (q - kmin) / (kmax - kmin)
+			}
+			for ; frac[i] >= 1; frac[i]-- {
+				if rng.Float64() < p && np[i].OnECNMarkedPacket(now) {
+					delay := baseRTT + int64(q*8e12/float64(c))
+					pending[i] = append(pending[i], now+delay)
+				}
+			}
+			if now >= dur-window {
+				sum[i] += float64(rate)
+			}
+		}
+		if now >= dur-window {
+			samples++
+		}
+		q += arrived - float64(c)*float64(step)/8e12
+		q = max(q, 0)
+		res.maxQ = max(res.maxQ, q)
+	}
+	for i := range rp {
+		res.avg[i] = sum[i] / float64(samples)
+		res.cnps[i] = rp[i].Stats().CNPs
+	}
+	res.avgUtil = (res.avg[0] + res.avg[1]) / float64(c)
+	return res
+}
+
+// TestFluidTwoFlowsConverge runs two flows from a 16:1 start at the paper's
+// 40 Gb/s testbed speed with default parameters. DCQCN's restoring force is
+// weak (rates random-walk by several percent around the fair share), so the
+// rates are compared as means over the last 1.5 s of a 3 s run.
+func TestFluidTwoFlowsConverge(t *testing.T) {
+	const (
+		line = 40 * gbps
+		dur  = 3_000_000 * us
+		win  = 1_500_000 * us
+	)
+	seeds := []uint64{1, 2, 3}
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	for _, seed := range seeds {
+		r := fluidRun(t, DefaultConfig(line), line, dur, win, seed)
+		t.Logf("seed %d: mean %.2f / %.2f Gb/s, utilisation %.3f, CNPs %v, max queue %.0f B",
+			seed, r.avg[0]/1e9, r.avg[1]/1e9, r.avgUtil, r.cnps, r.maxQ)
+		hi, lo := max(r.avg[0], r.avg[1]), min(r.avg[0], r.avg[1])
+		if hi > lo*1.10 {
+			t.Errorf("seed %d: mean rates %.2f and %.2f Gb/s differ by more than 10%%",
+				seed, r.avg[0]/1e9, r.avg[1]/1e9)
+		}
+		if r.avgUtil < 0.9 || r.avgUtil > 1.01 {
+			t.Errorf("seed %d: bottleneck utilisation %.3f, want within [0.9, 1.01]", seed, r.avgUtil)
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package dcqcn
+
+// Stats counts reaction-point events for reports.
+type Stats struct {
+	CNPs                uint64 // CNPs handled
+	RateDecreases       uint64 // CNPs that lowered Rc (not already at MinRate)
+	MinRateClamps       uint64 // decreases that MinRate cut short
+	AlphaDecays         uint64 // K periods that passed without a CNP
+	TimerExpiries       uint64 // rate-increase timer expiries
+	ByteCounterExpiries uint64 // byte-counter expiries
+	FastRecovery        uint64 // increase events per stage type
+	AdditiveIncrease    uint64
+	HyperIncrease       uint64
+}
+
+// ReactionPoint is the DCQCN sender-side rate controller of one QP. The zero
+// value is not usable; build one with NewReactionPoint or Init. Its methods
+// neither allocate nor block.
+type ReactionPoint struct {
+	cfg       Config
+	oneMinusG float64
+
+	rc, rt int64   // current and target rate, bits/s
+	alpha  float64 // as of now
+
+	now           int64 // latest time seen
+	alphaDeadline int64 // next alpha decay; Never before the first CNP
+	rateDeadline  int64 // next rate-timer expiry; Never while at line rate
+	timerStage    int64 // T: timer expiries since the last CNP
+	byteStage     int64 // BC: byte-counter expiries since the last CNP
+	bytes         int64 // bytes sent towards the next byte-counter expiry
+
+	stats Stats
+}
+
+// NewReactionPoint returns a reaction point at line rate, or the
+// configuration error.
+func NewReactionPoint(cfg Config) (*ReactionPoint, error) {
+	r := new(ReactionPoint)
+	if err := r.Init(cfg); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Init (re)initialises r in place, so that callers can embed a ReactionPoint
+// in per-QP state without a separate allocation. On error r is unchanged.
+func (r *ReactionPoint) Init(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	*r = ReactionPoint{
+		cfg:           cfg,
+		oneMinusG:     1 - cfg.G,
+		rc:            cfg.LineRate,
+		rt:            cfg.LineRate,
+		alpha:         cfg.InitialAlpha,
+		alphaDeadline: Never,
+		rateDeadline:  Never,
+	}
+	return nil
+}
+
+// Name returns "dcqcn".
+func (r *ReactionPoint) Name() string { return "dcqcn" }
+
+// Rate returns the current rate Rc in bits/s.
+func (r *ReactionPoint) Rate() int64 { return r.rc }
+
+// TargetRate returns the target rate Rt in bits/s.
+func (r *ReactionPoint) TargetRate() int64 { return r.rt }
+
+// Alpha returns alpha as of the latest event processed (call OnTimer(now)
+// first for the value at now).
+func (r *ReactionPoint) Alpha() float64 { return r.alpha }
+
+// Config returns the parameters r runs with.
+func (r *ReactionPoint) Config() Config { return r.cfg }
+
+// Stats returns the event counters.
+func (r *ReactionPoint) Stats() Stats { return r.stats }
+
+// NextTimer returns the next rate-increase timer expiry, or Never while at
+// line rate. Alpha decay needs no wakeup: it is computed on the next event.
+func (r *ReactionPoint) NextTimer() int64 { return r.rateDeadline }
+
+// OnTimer processes every alpha and rate-timer expiry at or before now.
+func (r *ReactionPoint) OnTimer(now int64) {
+	r.advance(r.clock(now))
+}
+
+// OnCNP applies the paper's multiplicative decrease after processing the
+// expiries due at or before now.
+func (r *ReactionPoint) OnCNP(now int64) {
+	now = r.clock(now)
+	r.advance(now)
+	r.stats.CNPs++
+
+	r.rt = r.rc
+	// The decrease uses alpha before this CNP's update, as in the paper.
+	rc := int64(float64(r.rc) * (1 - r.alpha/2))
+	if rc < r.cfg.MinRate {
+		rc = r.cfg.MinRate
+		r.stats.MinRateClamps++
+	}
+	if rc < r.rc {
+		r.stats.RateDecreases++
+	}
+	r.rc = rc
+	r.alpha = float64(r.oneMinusG*r.alpha) + r.cfg.G
+	if r.alpha > 1 {
+		r.alpha = 1
+	}
+
+	r.alphaDeadline = addSat(now, r.cfg.AlphaTimer)
+	r.timerStage, r.byteStage, r.bytes = 0, 0, 0
+	if r.rc >= r.cfg.LineRate { // no decrease: alpha 0 or MinRate == LineRate
+		r.rateDeadline = Never
+	} else {
+		r.rateDeadline = addSat(now, r.cfg.RateTimer)
+	}
+}
+
+// OnPacketSent feeds the byte counter after processing the expiries due at
+// or before now.
+func (r *ReactionPoint) OnPacketSent(now int64, bytes int64) {
+	now = r.clock(now)
+	r.advance(now)
+	if r.rateDeadline == Never || bytes <= 0 {
+		return // at line rate: increases would be no-ops
+	}
+	r.bytes += bytes
+	for r.bytes >= r.cfg.ByteCounter {
+		r.bytes -= r.cfg.ByteCounter
+		r.byteStage++
+		r.stats.ByteCounterExpiries++
+		if r.increase() {
+			r.bytes = 0
+			return
+		}
+	}
+}
+
+// clock makes time monotone: an earlier now counts as the latest seen.
+func (r *ReactionPoint) clock(now int64) int64 {
+	if now < r.now {
+		return r.now
+	}
+	r.now = now
+	return now
+}
+
+func (r *ReactionPoint) advance(now int64) {
+	if r.alphaDeadline <= now && r.alphaDeadline != Never {
+		r.decayAlpha(now)
+	}
+	for r.rateDeadline <= now && r.rateDeadline != Never {
+		r.timerStage++
+		r.stats.TimerExpiries++
+		if r.increase() {
+			break
+		}
+		r.rateDeadline = addSat(r.rateDeadline, r.cfg.RateTimer)
+	}
+}
+
+// decayAlpha applies one decay per K period that ended at or before now.
+func (r *ReactionPoint) decayAlpha(now int64) {
+	k := r.cfg.AlphaTimer
+	elapsed := now - r.alphaDeadline
+	n := elapsed/k + 1
+	r.alphaDeadline = addSat(now-elapsed%k, k)
+	r.stats.AlphaDecays += uint64(n)
+	// Repeated multiplication matches per-period wakeups bit for bit. It
+	// stops at the fixed point (alpha 0, or a subnormal that no longer
+	// shrinks), which bounds the loop after very long quiet spells.
+	for ; n > 0; n-- {
+		a := r.alpha * r.oneMinusG
+		if a == r.alpha {
+			break
+		}
+		r.alpha = a
+	}
+}
+
+// increase applies one rate-increase event for the current stage counts. It
+// reports whether Rc reached line rate, in which case the timer stops.
+func (r *ReactionPoint) increase() (atLineRate bool) {
+	f := int64(r.cfg.FastRecoveryStages)
+	t, b := r.timerStage, r.byteStage
+	switch {
+	case max(t, b) <= f:
+		r.stats.FastRecovery++
+	case min(t, b) > f:
+		r.stats.HyperIncrease++
+		i := min(t, b) - f
+		if h := r.cfg.HyperIncrease; h > 0 && i > maxRate/h {
+			r.rt = r.cfg.LineRate
+		} else {
+			r.rt += i * h
+		}
+	default:
+		r.stats.AdditiveIncrease++
+		r.rt += r.cfg.AdditiveIncrease
+	}
+	if r.rt > r.cfg.LineRate {
+		r.rt = r.cfg.LineRate
+	}
+	// Round up so that Rc reaches Rt rather than stalling one bit/s short.
+	r.rc += (r.rt - r.rc + 1) / 2
+	r.rc = min(max(r.rc, r.cfg.MinRate), r.cfg.LineRate)
+	if r.rc >= r.cfg.LineRate {
+		r.rateDeadline = Never
+		return true
+	}
+	return false
+}
