@@ -214,6 +214,9 @@ func TestTxTime(t *testing.T) {
 		{64, 400e9, 1280},
 		{1500, 25e9, 480 * Nanosecond},
 		{1, 3, 2666666666667}, // rounds up
+		{65535 * 64, 25e9, 1342156800 * Picosecond},
+		{2 << 20, 100e9, 167772160 * Picosecond},
+		{1 << 40, 1e9, 8796093022208 * Nanosecond},
 	}
 	for _, tc := range tests {
 		if got := TxTime(tc.n, tc.rate); got != tc.want {

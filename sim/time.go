@@ -10,6 +10,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 )
 
@@ -73,10 +74,18 @@ func TxTime(n int64, rate int64) Time {
 	if rate <= 0 {
 		panic(fmt.Sprintf("sim.TxTime: non-positive rate %d", rate))
 	}
-	bits := n * 8
-	// bits * 1e12 / rate, computed without overflow for realistic sizes.
-	q := bits / rate
-	r := bits % rate
-	ps := q*int64(Second) + (r*int64(Second)+rate-1)/rate
-	return Time(ps)
+	if n < 0 {
+		panic(fmt.Sprintf("sim.TxTime: negative size %d", n))
+	}
+	// ceil(n*8 * 1e12 / rate) in 128-bit arithmetic: a 2 MB message at
+	// 100 Gbps already overflows the 64-bit product.
+	hi, lo := bits.Mul64(uint64(n)*8, uint64(Second))
+	if hi >= uint64(rate) {
+		panic(fmt.Sprintf("sim.TxTime: %d bytes at %d bit/s overflows virtual time", n, rate))
+	}
+	q, r := bits.Div64(hi, lo, uint64(rate))
+	if r != 0 {
+		q++
+	}
+	return Time(q)
 }

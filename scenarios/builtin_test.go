@@ -1,0 +1,160 @@
+package scenarios
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+// wantBuiltins are the scenarios the project promises to ship.
+var wantBuiltins = []string{"incast", "incast-lossy", "line-rate", "victim-leafspine"}
+
+func TestBuiltinsLoad(t *testing.T) {
+	list := List()
+	var names []string
+	for _, info := range list {
+		names = append(names, info.Name)
+		if info.Description == "" {
+			t.Errorf("%s: no description (or it does not load)", info.Name)
+		}
+		s, err := Load(info.Name)
+		if err != nil {
+			t.Errorf("%s: %v", info.Name, err)
+			continue
+		}
+		if s.Name != info.Name {
+			t.Errorf("%s: name field is %q; it must match the file name", info.Name, s.Name)
+		}
+		if err := s.Validate(); err != nil {
+			t.Errorf("%s: Validate after Load: %v", info.Name, err)
+		}
+		if want := "scenarios/builtin/" + info.Name + ".yaml"; s.File() != want {
+			t.Errorf("%s: File() = %q, want %q", info.Name, s.File(), want)
+		}
+		assertRoundTrip(t, s)
+	}
+	for _, w := range wantBuiltins {
+		if !strings.Contains(" "+strings.Join(names, " ")+" ", " "+w+" ") {
+			t.Errorf("embedded scenario %q missing (have %v)", w, names)
+		}
+	}
+	if _, err := Load(Default); err != nil {
+		t.Errorf("Default %q: %v", Default, err)
+	}
+}
+
+// assertRoundTrip checks that the normalized form parses back to an equal
+// scenario.
+func assertRoundTrip(t *testing.T, s *Scenario) {
+	t.Helper()
+	out, err := s.YAML()
+	if err != nil {
+		t.Fatalf("%s: YAML: %v", s.Name, err)
+	}
+	back, err := Parse("normalized.yaml", out)
+	if err != nil {
+		t.Fatalf("%s: normalized form does not parse: %v\n%s", s.Name, err, out)
+	}
+	a, b := *s, *back
+	a.src, b.src = nil, nil
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("%s: round trip changed the scenario\n before: %+v\n  after: %+v", s.Name, a, b)
+	}
+}
+
+func TestGoldenIncast(t *testing.T) {
+	s, err := Load("incast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "incast.normalized.yaml")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./scenarios -run TestGoldenIncast -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("normalized incast differs from %s (rerun with -update if intended):\n%s", golden, got)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	a, err := Load("incast.yaml")
+	if err != nil {
+		t.Fatalf("by name with .yaml: %v", err)
+	}
+	// A path wins over an embedded name.
+	dir := t.TempDir()
+	p := filepath.Join(dir, "mine.yaml")
+	data, _ := Builtin("incast")
+	data = bytes.Replace(data, []byte("name: incast\n"), []byte("name: mine\n"), 1)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name != "mine" || b.File() != p || a.Name != "incast" {
+		t.Errorf("Load(path) = %q from %q", b.Name, b.File())
+	}
+	// Errors in a file name the file.
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("name: x\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}}\nflows: [{src: 0, dst: 1, rate: 1Gbs}]\n"), 0o644)
+	if _, err := Load(bad); err == nil || !strings.HasPrefix(err.Error(), bad+":4: flows[0].rate: ") {
+		t.Errorf("Load(bad) = %v", err)
+	}
+	_, err = Load("no-such-scenario")
+	want := `scenario "no-such-scenario": no such file, and not an embedded scenario (embedded: incast, incast-lossy, line-rate, victim-leafspine)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Load(unknown) = %v\nwant %s", err, want)
+	}
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("Load(dir) = %v", err)
+	}
+	if _, err := Builtin("../decode.go"); err == nil {
+		t.Error("Builtin escapes the embedded directory")
+	}
+}
+
+// TestBuiltinShapes pins what each embedded scenario is for, so an edit
+// that breaks its point fails here.
+func TestBuiltinShapes(t *testing.T) {
+	load := func(n string) *Scenario {
+		s, err := Load(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	in := load("incast")
+	fl := in.ExpandFlows()
+	if len(fl) != 17 || fl[16].Name != "victim" || !in.Fabric.Priorities[0].Lossless || in.Fabric.Topology.HostCount() != 18 {
+		t.Errorf("incast: %d flows, %+v", len(fl), in.Fabric)
+	}
+	lossy := load("incast-lossy")
+	if lossy.Fabric.PFC.On() || lossy.Fabric.Priorities[0].Lossless {
+		t.Error("incast-lossy is not lossy")
+	}
+	ls := load("victim-leafspine")
+	if ls.Fabric.Topology.Kind != LeafSpine || ls.Fabric.Links.UplinkRate != 100*Gbps {
+		t.Errorf("victim-leafspine: %+v", ls.Fabric.Topology)
+	}
+	if lr := load("line-rate"); len(lr.ExpandFlows()) != 1 || !lr.Flows[0].Rate.Line {
+		t.Errorf("line-rate: %+v", lr.Flows)
+	}
+}
