@@ -1,0 +1,284 @@
+package fabric
+
+import (
+	"fmt"
+
+	"github.com/besim/besim/pfc"
+	"github.com/besim/besim/sim"
+)
+
+// Network is one simulated fabric: it owns the packet pool, the hosts'
+// uplinks, the switches and the links, refers to the kernel that drives them,
+// and reports every counter from one place (Report).
+//
+// Node ids: hosts are 0..NumHosts-1 (so a frame's Dst indexes routing tables
+// directly), switches follow in builder order (NodeID(NumHosts)+i is
+// Switches[i]).
+type Network struct {
+	K    *sim.Kernel
+	Pool *Pool
+
+	Hosts    []*HostPort
+	Switches []*Switch
+	Links    []*Link
+
+	cfg     Config
+	names   []string
+	miniPod []int
+	raw     []*RawHost
+	flows   []*FlowStats
+	sampler sampler
+}
+
+// New builds the topology cfg describes on kernel k, computes routes and
+// attaches a RawHost to every host. Errors name the offending config field;
+// New never panics on a bad config.
+func New(k *sim.Kernel, cfg Config) (*Network, error) {
+	if k == nil {
+		return nil, fmt.Errorf("fabric: nil kernel")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Sampling.Cap == 0 {
+		cfg.Sampling.Cap = DefaultSampleCap
+	}
+	g := buildGraph(&cfg)
+	n := &Network{K: k, Pool: &Pool{}, cfg: cfg, names: g.names, miniPod: g.miniPod}
+
+	nh := g.hosts
+	for i := 0; i < nh; i++ {
+		h := &HostPort{net: n, k: k, pool: n.Pool, id: NodeID(i), rate: cfg.HostLink.Rate}
+		h.hid = k.Register(h)
+		n.Hosts = append(n.Hosts, h)
+	}
+	lossless := cfg.Switch.PFC.LosslessMask()
+	for i := 0; i < g.switches; i++ {
+		id := NodeID(nh + i)
+		sw := &Switch{
+			net: n, pool: n.Pool, ID: id, Name: g.names[id],
+			rng:      sim.Stream(cfg.Seed, "fabric/switch/"+g.names[id]),
+			salt:     ECMPHash(id, id, uint32(id), cfg.Seed),
+			lossless: lossless,
+			alpha:    cfg.Switch.Alpha,
+			wdAction: cfg.Switch.PFC.Watchdog.Action,
+		}
+		sw.buf.Init(cfg.Switch.Buffer)
+		n.Switches = append(n.Switches, sw)
+	}
+	for _, e := range g.edges {
+		if err := n.connect(e); err != nil {
+			return nil, err
+		}
+	}
+	for _, sw := range n.Switches {
+		for _, p := range sw.Ports {
+			if err := n.initPort(sw, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	pc := &cfg.Switch.PFC
+	for _, h := range n.Hosts {
+		h.tx.Init(h.rate, pc.Quanta, pc.Refresh)
+		h.rx.Init(h.rate, lossless, pfc.Watchdog{})
+		h.rxTimer.Init(k, h, tagRx)
+		h.refreshTimer.Init(k, h, tagRefresh)
+	}
+	n.routes(g)
+	n.raw = make([]*RawHost, nh)
+	for i, h := range n.Hosts {
+		r := NewRawHost(n)
+		n.raw[i] = r
+		h.host = r
+		r.Attach(h)
+	}
+	if cfg.Sampling.Interval > 0 {
+		n.sampler = sampler{net: n, interval: cfg.Sampling.Interval, cap: cfg.Sampling.Cap}
+		k.After(cfg.Sampling.Interval, &n.sampler, 0)
+	}
+	return n, nil
+}
+
+func (n *Network) connect(e edge) error {
+	nh := NodeID(len(n.Hosts))
+	mk := func(from, to NodeID, r receiver) *Link {
+		l := &Link{k: n.K, Rate: e.link.Rate, Delay: e.link.Delay, From: from, To: to, to: r}
+		l.hid = n.K.Register(l)
+		n.Links = append(n.Links, l)
+		return l
+	}
+	if e.a < nh {
+		h := n.Hosts[e.a]
+		sw := n.Switches[e.b-nh]
+		p := sw.newPort(e.a, 0, e.link.Rate)
+		h.peer, h.peerPort = e.b, p.Index
+		h.rate = e.link.Rate
+		h.out = mk(e.a, e.b, p)
+		p.out = mk(e.b, e.a, h)
+		return nil
+	}
+	sa, sb := n.Switches[e.a-nh], n.Switches[e.b-nh]
+	pa := sa.newPort(e.b, 0, e.link.Rate)
+	pb := sb.newPort(e.a, 0, e.link.Rate)
+	pa.PeerPort, pb.PeerPort = pb.Index, pa.Index
+	pa.out = mk(e.a, e.b, pb)
+	pb.out = mk(e.b, e.a, pa)
+	return nil
+}
+
+func (sw *Switch) newPort(peer NodeID, peerPort int, rate int64) *Port {
+	p := &Port{sw: sw, k: sw.net.K, pool: sw.pool, Index: len(sw.Ports), Peer: peer, PeerPort: peerPort, rate: rate}
+	p.hid = sw.net.K.Register(p)
+	sw.Ports = append(sw.Ports, p)
+	return p
+}
+
+func (n *Network) initPort(sw *Switch, p *Port) error {
+	c := &n.cfg.Switch
+	pc := &c.PFC
+	p.headroom = pc.Headroom
+	if p.headroom == 0 {
+		p.headroom = pfc.Headroom(p.rate, p.out.Delay, n.cfg.MaxFrame()+WireGap, pc.Response)
+	}
+	for i := 0; i < NumPrio; i++ {
+		th := pfc.Thresholds{Lossless: pc.Lossless[i]}
+		if th.Lossless {
+			th.Alpha, th.XONOffset, th.XOFF, th.XON, th.Headroom = pc.Alpha, pc.XONOffset, pc.XOFF, pc.XON, p.headroom
+			if err := sw.buf.Reserve(p.headroom); err != nil {
+				return fmt.Errorf("fabric: switch %s: buffer %d B cannot hold the headroom of %d lossless port-priorities of %d B each: %w (raise switch.buffer or lower switch.pfc.headroom)",
+					sw.Name, c.Buffer, len(sw.Ports)*countBits(pc.LosslessMask()), p.headroom, err)
+			}
+		}
+		p.in[i].Init(th, &sw.buf)
+		p.ecn[i] = c.ECN[i]
+		p.quantum[i] = int64(c.Weights[i]) * n.cfg.MaxFrame()
+	}
+	p.dwrr = c.Scheduler == DWRR
+	p.tx.Init(p.rate, pc.Quanta, pc.Refresh)
+	p.rx.Init(p.rate, pc.LosslessMask(), pc.Watchdog)
+	p.rxTimer.Init(n.K, p, tagRx)
+	p.refreshTimer.Init(n.K, p, tagRefresh)
+	return nil
+}
+
+func countBits(m uint8) int {
+	c := 0
+	for ; m != 0; m &= m - 1 {
+		c++
+	}
+	return c
+}
+
+// Config is the (validated) configuration the network was built from.
+func (n *Network) Config() Config { return n.cfg }
+
+// NumHosts is the number of hosts; their ids are 0..NumHosts-1.
+func (n *Network) NumHosts() int { return len(n.Hosts) }
+
+// NodeName is "h3", "sw0", "leaf1", "spine0", "edge2.1", "agg0.1", "core5".
+func (n *Network) NodeName(id NodeID) string {
+	if id < 0 || int(id) >= len(n.names) {
+		return fmt.Sprintf("node%d", id)
+	}
+	return n.names[id]
+}
+
+// Switch returns the switch with node id, or nil.
+func (n *Network) Switch(id NodeID) *Switch {
+	i := int(id) - len(n.Hosts)
+	if i < 0 || i >= len(n.Switches) {
+		return nil
+	}
+	return n.Switches[i]
+}
+
+// HostPort returns host id's uplink, or nil.
+func (n *Network) HostPort(id NodeID) *HostPort {
+	if id < 0 || int(id) >= len(n.Hosts) {
+		return nil
+	}
+	return n.Hosts[id]
+}
+
+// MiniPod is the index of the leaf (edge switch for a fat-tree) host id hangs
+// off: the paper's mini-pod in a leaf-spine big-pod. Star: always 0.
+func (n *Network) MiniPod(id NodeID) int {
+	if id < 0 || int(id) >= len(n.miniPod) {
+		return -1
+	}
+	return n.miniPod[id]
+}
+
+// Attach replaces the endpoint model of host id (a RawHost by default) with
+// h and calls h.Attach with the uplink. Attach before the host has traffic.
+func (n *Network) Attach(id NodeID, h Host) error {
+	hp := n.HostPort(id)
+	switch {
+	case hp == nil:
+		return fmt.Errorf("fabric: attach: %d is not a host (0..%d)", id, len(n.Hosts)-1)
+	case h == nil:
+		return fmt.Errorf("fabric: attach: nil host for %s", n.NodeName(id))
+	case hp.held != nil || hp.busy:
+		return fmt.Errorf("fabric: attach: %s is already transmitting", n.NodeName(id))
+	}
+	if r := n.raw[id]; r != nil && len(r.flows) > 0 && r != h {
+		return fmt.Errorf("fabric: attach: %s already sources raw flows", n.NodeName(id))
+	}
+	n.raw[id], _ = h.(*RawHost)
+	hp.host = h
+	h.Attach(hp)
+	return nil
+}
+
+// AddFlow starts a raw flow from a RawHost; it returns the flow id (the
+// Packet.Flow of its frames and the index into Flows).
+func (n *Network) AddFlow(f Flow) (uint32, error) {
+	if err := f.validate(n); err != nil {
+		return 0, err
+	}
+	r := n.raw[f.Src]
+	if r == nil {
+		return 0, fmt.Errorf("fabric: flow source %s runs a custom host model, not a RawHost", n.NodeName(f.Src))
+	}
+	id := uint32(len(n.flows))
+	st := &FlowStats{ID: id, Flow: f}
+	n.flows = append(n.flows, st)
+	r.addFlow(st)
+	return id, nil
+}
+
+// Flows are the raw flows' counters, by id.
+func (n *Network) Flows() []*FlowStats { return n.flows }
+
+// Run runs the kernel up to and including instant until.
+func (n *Network) Run(until sim.Time) { n.K.RunUntil(until) }
+
+// sampler is the periodic queue-depth sampler: every Interval it records the
+// egress bytes of each switch queue that has ever held a frame, into a
+// bounded pfc.Series per queue (allocated the first time the queue is seen
+// non-empty). It stops rescheduling once it is the only pending event.
+type sampler struct {
+	net      *Network
+	interval sim.Time
+	cap      int
+}
+
+func (s *sampler) OnEvent(now sim.Time, _ uint64) {
+	for _, sw := range s.net.Switches {
+		for _, p := range sw.Ports {
+			for i := 0; i < NumPrio; i++ {
+				if p.st[i].MaxQueue == 0 {
+					continue
+				}
+				if p.depth[i] == nil {
+					p.depth[i] = pfc.NewSeries(s.cap)
+				}
+				p.depth[i].Sample(now, p.q[i].Bytes)
+			}
+		}
+	}
+	if s.net.K.Pending() > 0 {
+		s.net.K.After(s.interval, s, 0)
+	}
+}

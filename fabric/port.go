@@ -1,0 +1,286 @@
+package fabric
+
+import (
+	"math/bits"
+
+	"github.com/besim/besim/pfc"
+	"github.com/besim/besim/sim"
+)
+
+// Event tags of ports (switch ports and host ports alike).
+const (
+	tagTxDone  uint64 = iota
+	tagRx             // pause expiry / watchdog deadline
+	tagRefresh        // pause refresh
+)
+
+// PrioCounters are one switch port's counters for one priority: its egress
+// queue, and its priority group as an ingress port.
+type PrioCounters struct {
+	// Egress queue.
+	TxPackets, TxBytes int64 // data frames sent
+	Drops, DropBytes   int64 // lossy: over the egress dynamic threshold or shared buffer full
+	WatchdogDrops      int64 // dropped because the storm watchdog tripped this queue
+	WatchdogDropBytes  int64
+	ECNMarks           int64 // frames marked CE on enqueue
+	MaxQueue           int64 // high-water mark, bytes
+	// Ingress priority group (lossless only): lossless frames arriving here
+	// that overflowed headroom. Nonzero means headroom is misconfigured.
+	HeadroomDrops     int64
+	HeadroomDropBytes int64
+}
+
+// Port is a switch port: 8 egress queues with a strict-priority or DWRR
+// scheduler, the PFC state of its ingress priority groups (pauses it sends),
+// and the pause state its peer imposes (pauses it receives, with the storm
+// watchdog). PFC frames jump the queues and are consumed here, never routed.
+type Port struct {
+	sw       *Switch
+	k        *sim.Kernel
+	hid      sim.HandlerID
+	pool     *Pool
+	Index    int
+	Peer     NodeID
+	PeerPort int // index of the peer's port (0 for a host)
+	out      *Link
+	rate     int64
+	headroom int64
+
+	q        [NumPrio]Queue
+	qmask    uint8 // non-empty queues
+	busy     bool
+	lastSize int32    // size of the last frame sent, and
+	lastTx   sim.Time // its serialization time
+
+	tx           pfc.Tx
+	rx           pfc.Rx
+	in           [NumPrio]pfc.Ingress
+	rxTimer      sim.Timer
+	refreshTimer sim.Timer
+	wdDrop       uint8 // queues the watchdog is draining
+
+	dwrr    bool
+	quantum [NumPrio]int64
+	deficit [NumPrio]int64
+	rr      int
+	granted bool
+
+	ecn [NumPrio]ECN
+
+	st    [NumPrio]PrioCounters
+	depth [NumPrio]*pfc.Series
+}
+
+var _ sim.Handler = (*Port)(nil)
+
+// Switch is the switch owning the port.
+func (p *Port) Switch() *Switch { return p.sw }
+
+// Rate is the port's line rate in bits/s.
+func (p *Port) Rate() int64 { return p.rate }
+
+// Headroom is the per-priority-group headroom reserved at this port.
+func (p *Port) Headroom() int64 { return p.headroom }
+
+// QueueBytes is the bytes queued for egress at priority prio.
+func (p *Port) QueueBytes(prio int) int64 { return p.q[prio].Bytes }
+
+// Ingress is the PFC accounting of this port's priority group prio.
+func (p *Port) Ingress(prio int) *pfc.Ingress { return &p.in[prio] }
+
+// Counters is the port's per-priority counters.
+func (p *Port) Counters(prio int) PrioCounters { return p.st[prio] }
+
+// PauseRx is the receive-side pause state (what the peer imposes on us).
+func (p *Port) PauseRx() *pfc.Rx { return &p.rx }
+
+// PauseTx is the transmit-side pause state (what we impose on the peer).
+func (p *Port) PauseTx() *pfc.Tx { return &p.tx }
+
+// OnEvent implements sim.Handler.
+func (p *Port) OnEvent(now sim.Time, tag uint64) {
+	switch tag {
+	case tagTxDone:
+		p.busy = false
+		p.kick(now)
+	case tagRx:
+		tripped, restored := p.rx.Advance(now)
+		if tripped != 0 && p.sw.wdAction == pfc.ActionDrop {
+			p.wdDrop |= tripped
+			for i := 0; i < NumPrio; i++ {
+				if tripped&(1<<i) != 0 {
+					p.flush(now, i)
+				}
+			}
+		}
+		p.wdDrop &^= restored
+		p.armRx(now)
+		p.kick(now)
+	case tagRefresh:
+		if p.tx.Refresh(now) {
+			p.kick(now)
+		}
+	}
+}
+
+func (p *Port) armRx(now sim.Time) {
+	if d := p.rx.NextDeadline(); d != sim.Never {
+		p.rxTimer.Set(max(d, now))
+	} else {
+		p.rxTimer.Stop()
+	}
+}
+
+// arrive is a frame reaching this port from the peer.
+func (p *Port) arrive(now sim.Time, pkt *Packet) {
+	if pkt.Kind == KindPause {
+		p.rx.OnFrame(now, pkt.PauseMask, &pkt.Quanta)
+		p.pool.Put(pkt)
+		p.armRx(now)
+		p.kick(now)
+		return
+	}
+	p.sw.forward(now, p, pkt)
+}
+
+// assertPause / releasePause drive the pause this port sends to its peer.
+func (p *Port) assertPause(now sim.Time, prio int) {
+	if p.tx.Assert(now, prio) {
+		p.kick(now)
+	}
+}
+
+func (p *Port) releasePause(now sim.Time, prio int) {
+	if p.tx.Deassert(now, prio) {
+		p.kick(now)
+	}
+}
+
+// enqueue appends an admitted frame to egress queue prio.
+func (p *Port) enqueue(now sim.Time, prio int, pkt *Packet) {
+	q := &p.q[prio]
+	q.Push(pkt)
+	p.qmask |= 1 << prio
+	if q.Bytes > p.st[prio].MaxQueue {
+		p.st[prio].MaxQueue = q.Bytes
+	}
+	if !p.busy {
+		p.kick(now)
+	}
+}
+
+// kick starts the next frame if the port is idle: an owed PFC frame first,
+// then the scheduler's choice among non-empty, non-paused queues.
+func (p *Port) kick(now sim.Time) {
+	if p.busy {
+		return
+	}
+	// Busy before dequeuing: releasing the frame's buffer may send XON on
+	// another port, and nothing reached from there may start a second frame
+	// here.
+	p.busy = true
+	var pkt *Packet
+	if p.tx.Pending() {
+		pkt = p.pauseFrame(now)
+	} else if p.qmask != 0 {
+		pkt = p.dequeue(now)
+	}
+	if pkt == nil {
+		p.busy = false
+		return
+	}
+	if pkt.Size != p.lastSize { // frames mostly share a size: skip the divisions
+		p.lastSize, p.lastTx = pkt.Size, sim.TxTime(pkt.WireBytes(), p.rate)
+	}
+	end := now + p.lastTx
+	p.out.send(pkt, end)
+	p.k.Post(end, p.hid, tagTxDone)
+}
+
+func (p *Port) pauseFrame(now sim.Time) *Packet {
+	mask, quanta := p.tx.Build(now)
+	pkt := p.pool.Get()
+	pkt.Kind = KindPause
+	pkt.Size = PauseFrame
+	pkt.Src = p.sw.ID
+	pkt.Dst = p.Peer
+	pkt.PauseMask = mask
+	pkt.Quanta = quanta
+	pkt.SentAt = now
+	if r := p.tx.NextRefresh(); r != sim.Never {
+		p.refreshTimer.Set(r)
+	}
+	return pkt
+}
+
+func (p *Port) dequeue(now sim.Time) *Packet {
+	elig := p.qmask &^ p.rx.Paused(now)
+	if elig == 0 {
+		return nil
+	}
+	var i int
+	if p.dwrr {
+		i = p.drr(elig)
+	} else {
+		i = 7 - bits.LeadingZeros8(elig)
+	}
+	q := &p.q[i]
+	pkt := q.Pop()
+	if q.Len == 0 {
+		p.qmask &^= 1 << i
+		p.deficit[i] = 0
+	}
+	st := &p.st[i]
+	st.TxPackets++
+	st.TxBytes += int64(pkt.Size)
+	p.sw.release(now, pkt)
+	return pkt
+}
+
+// drr picks the queue to serve among elig (non-empty, not paused) with
+// deficit round robin: visiting queues in turn, a queue earns its quantum on
+// each visit and sends while its head fits its deficit; a queue that empties
+// forfeits its deficit. Queues that are not eligible are skipped with bit
+// arithmetic, and a lone eligible queue is served directly (DRR would serve
+// it anyway), which keeps the common one-class case cheap. It terminates
+// because every quantum is positive.
+func (p *Port) drr(elig uint8) int {
+	if elig&(elig-1) == 0 {
+		return bits.TrailingZeros8(elig)
+	}
+	for {
+		if off := bits.TrailingZeros8(bits.RotateLeft8(elig, -p.rr)); off != 0 {
+			p.rr = (p.rr + off) & (NumPrio - 1)
+			p.granted = false
+		}
+		i := p.rr
+		if !p.granted {
+			p.deficit[i] += p.quantum[i]
+			p.granted = true
+		}
+		if size := int64(p.q[i].Peek().Size); size <= p.deficit[i] {
+			p.deficit[i] -= size
+			if p.q[i].Len == 1 { // about to empty: move on
+				p.rr = (p.rr + 1) & (NumPrio - 1)
+				p.granted = false
+			}
+			return i
+		}
+		p.rr = (p.rr + 1) & (NumPrio - 1)
+		p.granted = false
+	}
+}
+
+// flush drops everything queued at prio (watchdog drop action).
+func (p *Port) flush(now sim.Time, prio int) {
+	q := &p.q[prio]
+	st := &p.st[prio]
+	for pkt := q.Pop(); pkt != nil; pkt = q.Pop() {
+		st.WatchdogDrops++
+		st.WatchdogDropBytes += int64(pkt.Size)
+		p.sw.release(now, pkt)
+		p.pool.Put(pkt)
+	}
+	p.qmask &^= 1 << prio
+	p.deficit[prio] = 0
+}

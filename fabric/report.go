@@ -1,0 +1,302 @@
+package fabric
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/besim/besim/pfc"
+	"github.com/besim/besim/sim"
+)
+
+// Report is every fabric counter at one instant, gathered in one place.
+// It is plain data (safe to keep, compare, serialize).
+type Report struct {
+	Time     sim.Time
+	Flows    []FlowStats
+	Hosts    []HostReport
+	Switches []SwitchReport
+	Totals   Totals
+	// Warnings explain anything that means a misconfiguration, first of all
+	// lossless headroom overflow drops.
+	Warnings []string
+}
+
+// Totals sum the per-port counters. Bytes are frame bytes (Ethernet header
+// to FCS) of data frames unless a name says otherwise.
+type Totals struct {
+	HostTxPackets, HostTxBytes int64 // data sent by host uplinks
+	HostRxPackets, HostRxBytes int64 // data delivered to hosts
+
+	Drops, DropBytes                 int64 // lossy drops
+	HeadroomDrops, HeadroomDropBytes int64 // lossless drops: headroom overflow (misconfiguration)
+	WatchdogDrops, WatchdogDropBytes int64 // dropped by the storm watchdog
+	NoRouteDrops, NoRouteDropBytes   int64
+
+	QueuedPackets, QueuedBytes     int64 // in switch egress queues now
+	InFlightPackets, InFlightBytes int64 // data frames on links now
+	HeldPackets, HeldBytes         int64 // returned by a host for a paused priority, not yet sent
+
+	ECNMarks       int64
+	PFCFramesTx    int64 // all PFC frames sent (switches and NICs)
+	PFCFramesRx    int64
+	XOFFEvents     int64 // switch priority groups asserting pause
+	StormTrips     int64
+	PoolLive       int   // packets taken from the pool and not returned
+	PoolAllocated  int   // packets the pool ever created
+	SharedUsedMax  int64 // largest shared-buffer use of any switch
+	HostPausedTime sim.Time
+}
+
+// HostReport is one host uplink.
+type HostReport struct {
+	ID              NodeID
+	Name            string
+	Counters        HostCounters
+	PFCFramesTx     int64
+	PFCFramesRx     int64
+	PauseRx         [NumPrio]int64    // XOFF entries received from the switch
+	PausedTime      [NumPrio]sim.Time // how long the switch paused each priority
+	PauseTx         [NumPrio]int64    // XOFF entries sent (SetPause/SendPause)
+	PauseAssertTime [NumPrio]sim.Time
+}
+
+// SwitchReport is one switch.
+type SwitchReport struct {
+	ID                                 NodeID
+	Name                               string
+	Buffer, SharedSize, Reserved       int64
+	SharedUsed, HeadroomUsed           int64
+	MaxSharedUsed, MaxHeadroomUsed     int64
+	NoRouteDrops, NoRouteDropBytes     int64
+	Ports                              []PortReport
+	PFCFramesTx, PFCFramesRx           int64
+	Drops, HeadroomDrops, ECNMarks     int64
+	WatchdogDrops, XOFFEvents, PauseRx int64
+}
+
+// PortReport is one switch port.
+type PortReport struct {
+	Index       int
+	Peer        NodeID
+	PeerName    string
+	Rate        int64
+	Headroom    int64
+	PFCFramesTx int64
+	PFCFramesRx int64
+	Prio        [NumPrio]PrioReport
+}
+
+// PrioReport is one (port, priority): the egress queue, and the ingress
+// priority group that the port's peer feeds.
+type PrioReport struct {
+	PrioCounters
+	Queued int64 // egress bytes queued now
+	// Pauses received from the peer (this egress queue paused).
+	PauseRx, ResumeRx int64
+	PausedTime        sim.Time
+	StormTrips        int64
+	StormRestores     int64
+	// Pauses sent to the peer (this ingress priority group full).
+	PauseTx, ResumeTx int64
+	XOFFEvents        int64
+	PauseAssertTime   sim.Time
+	Ingress           pfc.IngressStats
+	XOFF, XON         int64 // thresholds in force now
+	// Depth is the sampled egress queue depth (nil without sampling or if the
+	// queue never held a frame).
+	Depth *pfc.Series
+}
+
+// Report gathers all counters now.
+func (n *Network) Report() *Report {
+	now := n.K.Now()
+	r := &Report{Time: now}
+	t := &r.Totals
+	for _, f := range n.flows {
+		r.Flows = append(r.Flows, *f)
+	}
+	for _, h := range n.Hosts {
+		hr := HostReport{ID: h.id, Name: n.NodeName(h.id), Counters: h.st,
+			PFCFramesTx: h.tx.Stats.Frames, PFCFramesRx: h.rx.Stats.Frames}
+		for i := 0; i < NumPrio; i++ {
+			hr.PauseRx[i] = h.rx.Stats.Pauses[i]
+			hr.PausedTime[i] = h.rx.PausedTime(now, i)
+			hr.PauseTx[i] = h.tx.Stats.Pauses[i]
+			hr.PauseAssertTime[i] = h.tx.AssertedTime(now, i)
+			t.HostTxPackets += h.st.TxPackets[i]
+			t.HostTxBytes += h.st.TxBytes[i]
+			t.HostRxPackets += h.st.RxPackets[i]
+			t.HostRxBytes += h.st.RxBytes[i]
+			t.HostPausedTime += hr.PausedTime[i]
+		}
+		if h.held != nil {
+			t.HeldPackets++
+			t.HeldBytes += int64(h.held.Size)
+		}
+		t.PFCFramesTx += hr.PFCFramesTx
+		t.PFCFramesRx += hr.PFCFramesRx
+		r.Hosts = append(r.Hosts, hr)
+	}
+	for _, sw := range n.Switches {
+		b := &sw.buf
+		sr := SwitchReport{ID: sw.ID, Name: sw.Name, Buffer: b.Size, SharedSize: b.SharedSize(), Reserved: b.Reserved,
+			SharedUsed: b.SharedUsed, HeadroomUsed: b.HeadroomUsed, MaxSharedUsed: b.MaxSharedUsed, MaxHeadroomUsed: b.MaxHeadroomUsed,
+			NoRouteDrops: sw.NoRoute, NoRouteDropBytes: sw.NoRouteBytes}
+		for _, p := range sw.Ports {
+			pr := PortReport{Index: p.Index, Peer: p.Peer, PeerName: n.NodeName(p.Peer), Rate: p.rate, Headroom: p.headroom,
+				PFCFramesTx: p.tx.Stats.Frames, PFCFramesRx: p.rx.Stats.Frames}
+			for i := 0; i < NumPrio; i++ {
+				q := PrioReport{
+					PrioCounters: p.st[i], Queued: p.q[i].Bytes,
+					PauseRx: p.rx.Stats.Pauses[i], ResumeRx: p.rx.Stats.Resumes[i], PausedTime: p.rx.PausedTime(now, i),
+					StormTrips: p.rx.Stats.StormTrips[i], StormRestores: p.rx.Stats.StormRestores[i],
+					PauseTx: p.tx.Stats.Pauses[i], ResumeTx: p.tx.Stats.Resumes[i], XOFFEvents: p.tx.Stats.XOFF[i],
+					PauseAssertTime: p.tx.AssertedTime(now, i),
+					Ingress:         p.in[i].Stats, Depth: p.depth[i],
+				}
+				if p.in[i].Thresholds().Lossless {
+					q.XOFF, q.XON = p.in[i].XOFF(), p.in[i].XON()
+				}
+				pr.Prio[i] = q
+				sr.Drops += q.Drops
+				sr.HeadroomDrops += q.HeadroomDrops
+				sr.ECNMarks += q.ECNMarks
+				sr.WatchdogDrops += q.WatchdogDrops
+				sr.XOFFEvents += q.XOFFEvents
+				sr.PauseRx += q.PauseRx
+				t.Drops += q.Drops
+				t.DropBytes += q.DropBytes
+				t.HeadroomDrops += q.HeadroomDrops
+				t.HeadroomDropBytes += q.HeadroomDropBytes
+				t.WatchdogDrops += q.WatchdogDrops
+				t.WatchdogDropBytes += q.WatchdogDropBytes
+				t.ECNMarks += q.ECNMarks
+				t.XOFFEvents += q.XOFFEvents
+				t.StormTrips += q.StormTrips
+				t.QueuedPackets += int64(p.q[i].Len)
+				t.QueuedBytes += p.q[i].Bytes
+				if q.HeadroomDrops > 0 {
+					r.Warnings = append(r.Warnings, fmt.Sprintf(
+						"HEADROOM OVERFLOW: %s port %d (from %s) priority %d dropped %d lossless frames (%d B): headroom %d B is too small for this link (max headroom used %d B); lossless classes must never drop",
+						sw.Name, p.Index, pr.PeerName, i, q.HeadroomDrops, q.HeadroomDropBytes, p.headroom, q.Ingress.MaxHeadroom))
+				}
+			}
+			sr.PFCFramesTx += pr.PFCFramesTx
+			sr.PFCFramesRx += pr.PFCFramesRx
+			sr.Ports = append(sr.Ports, pr)
+		}
+		t.NoRouteDrops += sw.NoRoute
+		t.NoRouteDropBytes += sw.NoRouteBytes
+		t.PFCFramesTx += sr.PFCFramesTx
+		t.PFCFramesRx += sr.PFCFramesRx
+		t.SharedUsedMax = max(t.SharedUsedMax, b.MaxSharedUsed)
+		r.Switches = append(r.Switches, sr)
+	}
+	for _, l := range n.Links {
+		_, _, df, db := l.InFlight()
+		t.InFlightPackets += int64(df)
+		t.InFlightBytes += db
+	}
+	t.PoolLive = n.Pool.Live
+	t.PoolAllocated = n.Pool.Allocated()
+	return r
+}
+
+// HeadroomOverflows is the number of lossless frames dropped anywhere because
+// headroom overflowed. It must be 0 in a correctly configured fabric.
+func (n *Network) HeadroomOverflows() int64 {
+	var d int64
+	for _, sw := range n.Switches {
+		for _, p := range sw.Ports {
+			for i := range p.st {
+				d += p.st[i].HeadroomDrops
+			}
+		}
+	}
+	return d
+}
+
+// WriteSummary prints the totals, the warnings and the busiest queues for
+// people (scenario runs print machine formats elsewhere).
+func (r *Report) WriteSummary(w io.Writer) error {
+	var b strings.Builder
+	t := &r.Totals
+	fmt.Fprintf(&b, "at %v: hosts sent %d frames (%d B), delivered %d (%d B)\n", r.Time, t.HostTxPackets, t.HostTxBytes, t.HostRxPackets, t.HostRxBytes)
+	fmt.Fprintf(&b, "drops: lossy %d, headroom overflow %d, watchdog %d, no route %d; ECN marks %d\n", t.Drops, t.HeadroomDrops, t.WatchdogDrops, t.NoRouteDrops, t.ECNMarks)
+	fmt.Fprintf(&b, "PFC: %d frames sent, %d received, %d XOFF events, hosts paused %v in total, %d storm trips\n", t.PFCFramesTx, t.PFCFramesRx, t.XOFFEvents, t.HostPausedTime, t.StormTrips)
+	if t.PFCFramesTx == 0 {
+		b.WriteString("PFC never fired: no lossless priority group reached XOFF\n")
+	}
+	for _, s := range r.Switches {
+		for _, p := range s.Ports {
+			for i, q := range p.Prio {
+				if q.MaxQueue == 0 && q.XOFFEvents == 0 && q.PauseRx == 0 {
+					continue
+				}
+				fmt.Fprintf(&b, "  %s p%d->%s prio %d: tx %d, max queue %d B, drops %d, marks %d, XOFF sent %d, paused by peer %v (%d frames), max ingress %d B (headroom %d/%d B)\n",
+					s.Name, p.Index, p.PeerName, i, q.TxPackets, q.MaxQueue, q.Drops+q.HeadroomDrops+q.WatchdogDrops, q.ECNMarks,
+					q.XOFFEvents, q.PausedTime, q.PauseRx, q.Ingress.MaxBytes, q.Ingress.MaxHeadroom, p.Headroom)
+			}
+		}
+	}
+	for _, w := range r.Warnings {
+		b.WriteString("WARNING: " + w + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteExplain prints the parameters the fabric derived from its config, the
+// way `besim validate` should show them: per switch the buffer split, per
+// distinct port kind the headroom with its terms, the initial XOFF/XON and
+// the link's bandwidth-delay product, so a reader can tell in advance
+// whether (and why) PFC will fire.
+func (n *Network) WriteExplain(w io.Writer) error {
+	var b strings.Builder
+	c := &n.cfg
+	pc := &c.Switch.PFC
+	frame := c.MaxFrame() + WireGap
+	fmt.Fprintf(&b, "frames: MTU %d B payload -> %d B frame, %d B on the wire; one line-rate flow's goodput is %.2f%% of the rate\n",
+		c.MTU, c.MaxFrame(), frame, 100*float64(c.MTU)/float64(frame))
+	fmt.Fprintf(&b, "lossless priorities mask %08b; PFC quanta %d; watchdog %v (detect %v, restore %v, %v)\n",
+		pc.LosslessMask(), n.quanta(), pc.Watchdog.Enabled, pc.Watchdog.Detection, pc.Watchdog.Restore, pc.Watchdog.Action)
+	for _, sw := range n.Switches {
+		bf := &sw.buf
+		fmt.Fprintf(&b, "%s: buffer %d B = shared %d B + headroom reserved %d B (%d ports)\n", sw.Name, bf.Size, bf.SharedSize(), bf.Reserved, len(sw.Ports))
+		seen := map[[2]int64]bool{}
+		for _, p := range sw.Ports {
+			key := [2]int64{p.rate, int64(p.out.Delay)}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			bdp := pfc.BytesIn(2*p.out.Delay, p.rate)
+			fmt.Fprintf(&b, "  ports at %d Gbps, %v cable: RTT BDP %d B; headroom %d B", p.rate/Gbps, p.out.Delay, bdp, p.headroom)
+			if pc.Headroom == 0 {
+				fmt.Fprintf(&b, " = 2x%d frame + %d pause + %d (2x cable) + %d (response %v)",
+					frame, pfc.PauseFrameWire, bdp, pfc.BytesIn(pc.Response, p.rate), pc.Response)
+			}
+			b.WriteString("\n")
+			for i := 0; i < NumPrio; i++ {
+				if g := &p.in[i]; g.Thresholds().Lossless {
+					fmt.Fprintf(&b, "    prio %d: XOFF %d B, XON %d B now", i, g.XOFF(), g.XON())
+					if pc.Alpha > 0 {
+						fmt.Fprintf(&b, " (dynamic: %.4g x free shared; one PG alone pauses at %d B)", pc.Alpha,
+							int64(pc.Alpha*float64(bf.SharedSize())/(1+pc.Alpha)))
+					}
+					b.WriteString("\n")
+				}
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (n *Network) quanta() uint16 {
+	if q := n.cfg.Switch.PFC.Quanta; q != 0 {
+		return q
+	}
+	return pfc.DefaultQuanta
+}

@@ -1,0 +1,136 @@
+package fabric
+
+import (
+	"math/rand/v2"
+
+	"github.com/besim/besim/pfc"
+	"github.com/besim/besim/sim"
+)
+
+// Switch is an output-queued, store-and-forward switch with one shared
+// buffer. On arrival of a data frame it routes (ECMP over equal-cost ports),
+// admits (lossless: PFC ingress accounting with headroom; lossy: egress
+// dynamic threshold), marks ECN (RED on the egress queue) and enqueues. The
+// frame's buffer is released when it starts transmission.
+type Switch struct {
+	net   *Network
+	pool  *Pool
+	ID    NodeID
+	Name  string
+	Ports []*Port
+
+	buf      pfc.Buffer
+	routes   [][]int32 // by destination host: equal-cost egress ports
+	salt     uint64
+	rng      *rand.Rand
+	lossless uint8
+	alpha    float64
+	wdAction pfc.WatchdogAction
+
+	// NoRoute counts data frames with no route to their destination.
+	NoRoute      int64
+	NoRouteBytes int64
+}
+
+// Buffer is the switch's shared buffer state.
+func (sw *Switch) Buffer() *pfc.Buffer { return &sw.buf }
+
+// Routes is the list of egress port indices toward host dst (nil if none).
+func (sw *Switch) Routes(dst NodeID) []int32 {
+	if dst < 0 || int(dst) >= len(sw.routes) {
+		return nil
+	}
+	return sw.routes[dst]
+}
+
+// forward handles a data frame arriving at port in.
+func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
+	dst := pkt.Dst
+	if dst < 0 || int(dst) >= len(sw.routes) || len(sw.routes[dst]) == 0 {
+		sw.NoRoute++
+		sw.NoRouteBytes += int64(pkt.Size)
+		sw.pool.Put(pkt)
+		return
+	}
+	r := sw.routes[dst]
+	oi := r[0]
+	if len(r) > 1 {
+		oi = r[ECMPHash(pkt.Src, pkt.Dst, pkt.Flow, sw.salt)%uint64(len(r))]
+	}
+	o := sw.Ports[oi]
+	prio := int(pkt.Prio & (NumPrio - 1))
+	pkt.Prio = uint8(prio)
+	n := int64(pkt.Size)
+	st := &o.st[prio]
+
+	if o.wdDrop&(1<<prio) != 0 {
+		st.WatchdogDrops++
+		st.WatchdogDropBytes += n
+		sw.pool.Put(pkt)
+		return
+	}
+	g := &in.in[prio]
+	if sw.lossless&(1<<prio) != 0 {
+		switch g.Admit(now, n) {
+		case pfc.Drop:
+			ist := &in.st[prio]
+			ist.HeadroomDrops++
+			ist.HeadroomDropBytes += n
+			sw.pool.Put(pkt)
+			return
+		case pfc.Pause:
+			in.assertPause(now, prio)
+		}
+	} else {
+		if float64(o.q[prio].Bytes+n) > sw.alpha*float64(sw.buf.Free()) || g.Admit(now, n) == pfc.Drop {
+			st.Drops++
+			st.DropBytes += n
+			sw.pool.Put(pkt)
+			return
+		}
+	}
+	if e := &o.ecn[prio]; e.Enabled && pkt.IsECT() && sw.mark(e, o.q[prio].Bytes) {
+		pkt.ECN = CE
+		st.ECNMarks++
+	}
+	pkt.inPort = int32(in.Index)
+	o.enqueue(now, prio, pkt)
+}
+
+// mark draws the RED decision for queue length q.
+func (sw *Switch) mark(e *ECN, q int64) bool {
+	pr := e.Probability(q)
+	switch {
+	case pr <= 0:
+		return false
+	case pr >= 1:
+		return true
+	}
+	return sw.rng.Float64() < pr
+}
+
+// release returns a departing frame's bytes to its ingress priority group and
+// sends XON upstream when the group drains below XON.
+func (sw *Switch) release(now sim.Time, pkt *Packet) {
+	in := sw.Ports[pkt.inPort]
+	prio := int(pkt.Prio)
+	if in.in[prio].Release(now, int64(pkt.Size)) == pfc.Resume {
+		in.releasePause(now, prio)
+	}
+}
+
+// ECMPHash is the deterministic flow hash switches use to pick among
+// equal-cost ports: a SplitMix64 finalizer over (src, dst, flow) salted per
+// switch, so all frames of a flow take one path and different switches do
+// not pick correlated ports (no hash polarization).
+func ECMPHash(src, dst NodeID, flow uint32, salt uint64) uint64 {
+	x := uint64(uint32(src))<<32 | uint64(uint32(dst))
+	x ^= (uint64(flow) + 1) * 0x9e3779b97f4a7c15
+	x ^= salt
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

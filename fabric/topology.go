@@ -1,0 +1,188 @@
+package fabric
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+type edge struct {
+	a, b NodeID // a < b; a may be a host, b is a switch
+	link LinkConfig
+}
+
+type graph struct {
+	hosts, switches int
+	names           []string
+	miniPod         []int
+	edges           []edge
+}
+
+// buildGraph lays out the nodes and cables of a validated topology. Port
+// numbering at a switch follows edge order: host ports first, then uplinks.
+func buildGraph(c *Config) graph {
+	t := c.Topology
+	var g graph
+	host := func(sw NodeID, pod int) {
+		id := NodeID(len(g.miniPod))
+		g.miniPod = append(g.miniPod, pod)
+		g.edges = append(g.edges, edge{a: id, b: sw, link: c.HostLink})
+	}
+	fab := func(a, b NodeID) { g.edges = append(g.edges, edge{a: a, b: b, link: c.FabricLink}) }
+	switch t.Kind {
+	case Star:
+		g.hosts, g.switches = t.Hosts, 1
+		sw := NodeID(g.hosts)
+		for i := 0; i < t.Hosts; i++ {
+			host(sw, 0)
+		}
+		g.names = hostNames(g.hosts)
+		g.names = append(g.names, "sw0")
+	case LeafSpine:
+		g.hosts, g.switches = t.Leaves*t.HostsPerLeaf, t.Leaves+t.Spines
+		leaf := func(l int) NodeID { return NodeID(g.hosts + l) }
+		spine := func(s int) NodeID { return NodeID(g.hosts + t.Leaves + s) }
+		for l := 0; l < t.Leaves; l++ {
+			for i := 0; i < t.HostsPerLeaf; i++ {
+				host(leaf(l), l)
+			}
+		}
+		for l := 0; l < t.Leaves; l++ {
+			for s := 0; s < t.Spines; s++ {
+				fab(leaf(l), spine(s))
+			}
+		}
+		g.names = hostNames(g.hosts)
+		for l := 0; l < t.Leaves; l++ {
+			g.names = append(g.names, fmt.Sprintf("leaf%d", l))
+		}
+		for s := 0; s < t.Spines; s++ {
+			g.names = append(g.names, fmt.Sprintf("spine%d", s))
+		}
+	case FatTree:
+		k, h := t.K, t.K/2
+		g.hosts = k * k * k / 4
+		g.switches = k*k + h*h
+		edgeSw := func(pod, e int) NodeID { return NodeID(g.hosts + pod*h + e) }
+		aggSw := func(pod, a int) NodeID { return NodeID(g.hosts + k*h + pod*h + a) }
+		core := func(c int) NodeID { return NodeID(g.hosts + k*k + c) }
+		for pod := 0; pod < k; pod++ {
+			for e := 0; e < h; e++ {
+				for i := 0; i < h; i++ {
+					host(edgeSw(pod, e), pod*h+e)
+				}
+			}
+		}
+		for pod := 0; pod < k; pod++ {
+			for e := 0; e < h; e++ {
+				for a := 0; a < h; a++ {
+					fab(edgeSw(pod, e), aggSw(pod, a))
+				}
+			}
+		}
+		for pod := 0; pod < k; pod++ {
+			for a := 0; a < h; a++ {
+				for c := 0; c < h; c++ {
+					fab(aggSw(pod, a), core(a*h+c))
+				}
+			}
+		}
+		g.names = hostNames(g.hosts)
+		for pod := 0; pod < k; pod++ {
+			for e := 0; e < h; e++ {
+				g.names = append(g.names, fmt.Sprintf("edge%d.%d", pod, e))
+			}
+		}
+		for pod := 0; pod < k; pod++ {
+			for a := 0; a < h; a++ {
+				g.names = append(g.names, fmt.Sprintf("agg%d.%d", pod, a))
+			}
+		}
+		for c := 0; c < h*h; c++ {
+			g.names = append(g.names, fmt.Sprintf("core%d", c))
+		}
+	}
+	return g
+}
+
+func hostNames(n int) []string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprintf("h%d", i)
+	}
+	return s
+}
+
+// routes fills every switch's table by breadth-first search from each
+// destination host: a switch's equal-cost next hops toward d are its ports
+// whose peer is one hop closer to d. Hosts never forward. Identical next-hop
+// sets are shared within a switch to keep tables small.
+func (n *Network) routes(g graph) {
+	nh := len(n.Hosts)
+	total := nh + len(n.Switches)
+	type nb struct {
+		node NodeID
+		port int32
+	}
+	adj := make([][]nb, total)
+	for _, h := range n.Hosts {
+		adj[h.id] = append(adj[h.id], nb{h.peer, 0})
+	}
+	for _, sw := range n.Switches {
+		for _, p := range sw.Ports {
+			adj[sw.ID] = append(adj[sw.ID], nb{p.Peer, int32(p.Index)})
+		}
+		sw.routes = make([][]int32, nh)
+	}
+	intern := make([]map[string][]int32, len(n.Switches))
+	for i := range intern {
+		intern[i] = map[string][]int32{}
+	}
+	dist := make([]int32, total)
+	queue := make([]NodeID, 0, total)
+	var hops []int32
+	var key []byte
+	for d := 0; d < nh; d++ {
+		for i := range dist {
+			dist[i] = -1
+		}
+		dist[d] = 0
+		queue = append(queue[:0], NodeID(d))
+		for head := 0; head < len(queue); head++ {
+			u := queue[head]
+			if int(u) < nh && int(u) != d {
+				continue // hosts do not forward
+			}
+			for _, v := range adj[u] {
+				if dist[v.node] < 0 {
+					dist[v.node] = dist[u] + 1
+					queue = append(queue, v.node)
+				}
+			}
+		}
+		for si, sw := range n.Switches {
+			ds := dist[sw.ID]
+			if ds <= 0 {
+				continue
+			}
+			hops = hops[:0]
+			for _, v := range adj[sw.ID] {
+				if dist[v.node] == ds-1 && (int(v.node) >= nh || int(v.node) == d) {
+					hops = append(hops, v.port)
+				}
+			}
+			if len(hops) == 0 {
+				continue
+			}
+			key = key[:0]
+			for _, h := range hops {
+				key = binary.LittleEndian.AppendUint32(key, uint32(h))
+			}
+			r, ok := intern[si][string(key)]
+			if !ok {
+				r = append([]int32(nil), hops...)
+				intern[si][string(key)] = r
+			}
+			sw.routes[d] = r
+		}
+	}
+}
