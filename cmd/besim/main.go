@@ -1,0 +1,182 @@
+// Command besim runs ByteExpress scenarios in simulation: `besim run` prints
+// a summary and writes JSON and CSV results, `besim validate` checks a
+// scenario and explains the fabric parameters it derives, `besim list` shows
+// the embedded scenarios.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/besim/besim/experiment"
+	"github.com/besim/besim/scenarios"
+)
+
+const usage = `besim: discrete-event simulator of the ByteExpress RDMA stack
+
+usage:
+  besim run [flags] [SCENARIO]     simulate a scenario (file or embedded name; default %q)
+  besim validate [flags] SCENARIO  check a scenario and explain derived thresholds
+  besim list                       list embedded scenarios
+  besim COMMAND -h                 flags of a command
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, usage, scenarios.Default)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(args[1:], stdout, stderr)
+	case "validate":
+		err = cmdValidate(args[1:], stdout, stderr)
+	case "list":
+		err = cmdList(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintf(stdout, usage, scenarios.Default)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "besim: unknown command %q\n", args[0])
+		fmt.Fprintf(stderr, usage, scenarios.Default)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	fmt.Fprintln(stderr, "besim:", err)
+	return 1
+}
+
+var errUsage = errors.New("usage")
+
+func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: besim %s [flags] %s\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
+}
+
+func load(fs *flag.FlagSet, seed *uint64, allowDefault bool) (*scenarios.Scenario, error) {
+	name := scenarios.Default
+	switch fs.NArg() {
+	case 0:
+		if !allowDefault {
+			fs.Usage()
+			return nil, errUsage
+		}
+	case 1:
+		name = fs.Arg(0)
+	default:
+		fs.Usage()
+		return nil, errUsage
+	}
+	s, err := scenarios.Load(name)
+	if err != nil {
+		return nil, err
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "seed" {
+			s.Seed = *seed
+		}
+	})
+	return s, nil
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", "[SCENARIO]", stderr)
+	seed := fs.Uint64("seed", 0, "override the scenario's random seed")
+	out := fs.String("out", "", "output folder (default: the scenario's outputs.dir, else results/NAME)")
+	quiet := fs.Bool("q", false, "do not print the summary")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s, err := load(fs, seed, true)
+	if err != nil {
+		return err
+	}
+	x, err := experiment.Build(s)
+	if err != nil {
+		return err
+	}
+	res := x.Run()
+	timing := res.Timing
+	res.Timing = nil // files and summary stay byte-identical across runs
+	dir := *out
+	if dir == "" {
+		dir = s.Outputs.Dir
+	}
+	if dir == "" {
+		dir = filepath.Join("results", s.Name)
+	}
+	files, err := experiment.Write(res, dir, s.Outputs)
+	if err != nil {
+		return err
+	}
+	if !*quiet {
+		if err := res.WriteSummary(stdout); err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		fmt.Fprintln(stderr, "wrote", f)
+	}
+	fmt.Fprintf(stderr, "simulated %s in %.2fs wall (%d events, %.2fM events/s)\n",
+		res.Duration, timing.WallSeconds, timing.Events, timing.EventsPerSecond/1e6)
+	return nil
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("validate", "SCENARIO", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s, err := load(fs, new(uint64), false)
+	if err != nil {
+		return err
+	}
+	x, err := experiment.Build(s)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: valid (%d hosts, %d flows, %s)\n", s.Name, x.Net.NumHosts(), len(s.ExpandFlows()), s.Duration)
+	return x.Net.WriteExplain(stdout)
+}
+
+func cmdList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("list", "", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	for _, in := range scenarios.List() {
+		fmt.Fprintf(stdout, "%-20s %s\n", in.Name, in.Description)
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+// Package experiment assembles a simulation from a validated scenario and
+// reduces what it measured to a report.Result. It is the glue between the
+// scenario schema (package scenarios) and the models (fabric, and later the
+// RNIC, the ByteExpress core and the workloads), so that cmd/besim stays a
+// thin command line.
+package experiment
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
+)
+
+// Sim is an assembled, not yet run, simulation.
+type Sim struct {
+	Scenario *scenarios.Scenario
+	Kernel   *sim.Kernel
+	Net      *fabric.Network
+	flows    []flowRef // scenario flow instance of each fabric flow id
+}
+
+type flowRef struct {
+	name string
+	inst scenarios.FlowInstance
+}
+
+// FabricConfig translates the scenario's fabric section.
+func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
+	c := fabric.DefaultConfig()
+	c.Seed = s.Seed
+	f := &s.Fabric
+	switch f.Topology.Kind {
+	case scenarios.Star:
+		c.Topology = fabric.Topology{Kind: fabric.Star, Hosts: f.Topology.Hosts}
+	case scenarios.LeafSpine:
+		c.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: f.Topology.Leaves,
+			HostsPerLeaf: f.Topology.HostsPerLeaf, Spines: f.Topology.Spines}
+	case scenarios.FatTree:
+		c.Topology = fabric.Topology{Kind: fabric.FatTree, K: f.Topology.K}
+	default:
+		return c, s.Errorf("fabric.topology.kind", "unknown topology %q", f.Topology.Kind)
+	}
+	hostRate, upRate := f.Links.Rate, f.Links.Rate
+	if f.Links.HostRate > 0 {
+		hostRate = f.Links.HostRate
+	}
+	if f.Links.UplinkRate > 0 {
+		upRate = f.Links.UplinkRate
+	}
+	c.HostLink = fabric.LinkConfig{Rate: int64(hostRate), Delay: f.Links.Delay.Time()}
+	c.FabricLink = fabric.LinkConfig{Rate: int64(upRate), Delay: f.Links.Delay.Time()}
+	c.MTU = int(s.Hosts.MTU)
+
+	sw := &c.Switch
+	sw.Buffer = int64(f.Switch.Buffer)
+	sw.Alpha = f.Switch.Alpha.Float64()
+	switch f.Switch.Scheduler {
+	case scenarios.Strict:
+		sw.Scheduler = fabric.StrictPriority
+	case scenarios.DWRR:
+		sw.Scheduler = fabric.DWRR
+	}
+	for i := range sw.Weights {
+		sw.Weights[i] = 1
+		if i < len(f.Switch.DWRRWeights) {
+			sw.Weights[i] = f.Switch.DWRRWeights[i]
+		}
+	}
+	// Classes the scenario does not list are lossy and unmarked.
+	sw.ECN = [fabric.NumPrio]fabric.ECN{}
+	sw.PFC.Lossless = [fabric.NumPrio]bool{}
+	var pfcFrom *scenarios.PriorityPFC
+	pfcPrio := -1
+	for i, p := range f.Priorities {
+		if p.ECN != nil {
+			sw.ECN[p.Prio] = fabric.ECN{Enabled: true, Kmin: int64(p.ECN.Kmin), Kmax: int64(p.ECN.Kmax), Pmax: float64(p.ECN.Pmax)}
+		}
+		if !p.Lossless || !f.PFC.On() {
+			continue
+		}
+		sw.PFC.Lossless[p.Prio] = true
+		if pfcFrom == nil {
+			pfcFrom, pfcPrio = p.PFC, p.Prio
+		} else if *pfcFrom != *p.PFC {
+			// The switch model keeps one set of PFC thresholds for all
+			// lossless classes, as most switch configurations do.
+			return c, s.Errorf(fmt.Sprintf("fabric.priorities[%d].pfc", i),
+				"priority %d differs from the PFC settings of priority %d; one set of PFC thresholds applies to every lossless class", p.Prio, pfcPrio)
+		}
+	}
+	if pfcFrom != nil {
+		pc := &sw.PFC
+		if pfcFrom.XOFF.Dynamic {
+			pc.Alpha = pfcFrom.Alpha.Float64()
+			pc.XOFF, pc.XON = 0, 0
+			pc.XONOffset = int64(pfcFrom.XONOffset)
+		} else {
+			pc.Alpha = 0
+			pc.XOFF = int64(pfcFrom.XOFF.Size)
+			if pfcFrom.XON > 0 {
+				pc.XON = int64(pfcFrom.XON)
+			} else {
+				pc.XON = pc.XOFF - int64(pfcFrom.XONOffset)
+			}
+		}
+		pc.Headroom = 0
+		if !pfcFrom.Headroom.Auto {
+			pc.Headroom = int64(pfcFrom.Headroom.Size)
+		}
+	}
+	sw.PFC.Quanta = uint16(f.PFC.Quanta)
+	sw.PFC.Refresh = 0
+	if !f.PFC.Refresh.Auto {
+		sw.PFC.Refresh = f.PFC.Refresh.Duration.Time()
+	}
+	sw.PFC.Watchdog.Enabled = f.PFC.Watchdog != nil
+	if w := f.PFC.Watchdog; w != nil {
+		sw.PFC.Watchdog.Detection = w.Detect.Time()
+		sw.PFC.Watchdog.Restore = w.Restore.Time()
+	}
+	c.Sampling.Interval = s.Outputs.SampleInterval.Time()
+	if err := c.Validate(); err != nil {
+		return c, s.Errorf("fabric", "%v", err)
+	}
+	return c, nil
+}
+
+// Build assembles the simulation of s.
+func Build(s *scenarios.Scenario) (*Sim, error) {
+	cfg, err := FabricConfig(s)
+	if err != nil {
+		return nil, err
+	}
+	k := sim.NewKernel()
+	net, err := fabric.New(k, cfg)
+	if err != nil {
+		return nil, s.Errorf("fabric", "%v", err)
+	}
+	x := &Sim{Scenario: s, Kernel: k, Net: net}
+	for _, fi := range s.ExpandFlows() {
+		name := fi.Name
+		id, err := net.AddFlow(fabric.Flow{Src: fabric.NodeID(fi.Src), Dst: fabric.NodeID(fi.Dst),
+			Prio: uint8(fi.Prio), Rate: int64(fi.Rate), Size: int64(fi.Size), Start: fi.Start.Time()})
+		if err != nil {
+			return nil, s.Errorf("flows", "%s: %v", name, err)
+		}
+		for int(id) >= len(x.flows) {
+			x.flows = append(x.flows, flowRef{})
+		}
+		x.flows[id] = flowRef{name: name, inst: fi}
+	}
+	return x, nil
+}
+
+// Run simulates the scenario's duration and reports. The wall-clock Timing
+// is set on the result; writers leave it out of files that must be
+// byte-identical across runs.
+func (x *Sim) Run() *report.Result {
+	start := time.Now()
+	x.Net.Run(x.Scenario.Duration.Time())
+	wall := time.Since(start).Seconds()
+	r := x.Result()
+	ev := x.Kernel.Events()
+	r.Timing = &report.Timing{WallSeconds: wall, Events: ev}
+	if wall > 0 {
+		r.Timing.EventsPerSecond = float64(ev) / wall
+	}
+	return r
+}
