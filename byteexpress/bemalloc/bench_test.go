@@ -1,0 +1,376 @@
+package bemalloc
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Figure 4 of the paper: allocator operation rate and peak memory versus
+// thread count, for large (64 KB-1 MB, exponential size distribution) and
+// small (16 B-16 KB, uniform) allocations with about 10% cross-thread
+// frees. Each goroutine plays a thread: it owns a Heap and a working set of
+// slots; every iteration frees the buffer in a random slot (one in ten is
+// handed to the next goroutine, which frees it) and allocates a new one.
+//
+//	BenchmarkAlloc/{small,large}/{bemalloc,gomake,syncpool}/threads={1,2,4,8}
+//
+// ops/s counts allocations plus frees per wall-clock second over all
+// goroutines. peak-MB is bemalloc's peak registered footprint, and for the
+// Go baselines the peak of the Go heap in use (runtime HeapInuse, sampled
+// every millisecond) above the level before the run.
+
+type workload struct {
+	name     string
+	min, max int
+	exp      bool // exponential falloff, else uniform
+	live     int  // working-set slots per goroutine
+}
+
+var workloads = []workload{
+	{name: "small", min: 16, max: 16 << 10, live: 2048},
+	{name: "large", min: 64 << 10, max: 1 << 20, exp: true, live: 64},
+}
+
+const (
+	sizeTable = 1 << 13
+	crossPct  = 10
+	inboxDiv  = 4 // a receiver's backlog is at most a quarter of a working set
+	// warmRounds is the untimed warm-up, in working-set sizes per goroutine.
+	warmRounds = 10
+)
+
+// sizes draws the size sequence of one goroutine (fixed seed).
+func (w workload) sizes(seed uint64) []int {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	out := make([]int, sizeTable)
+	span := float64(w.max - w.min)
+	lambda := 4 / span // density at max is e^-4 of the density at min
+	for i := range out {
+		if !w.exp {
+			out[i] = w.min + rng.IntN(w.max-w.min+1)
+			continue
+		}
+		u := rng.Float64()
+		x := -math.Log(1-u*(1-math.Exp(-lambda*span))) / lambda
+		out[i] = min(w.min+int(x), w.max)
+	}
+	return out
+}
+
+// inbox receives buffers handed over by another goroutine for freeing.
+type inbox[T any] struct {
+	mu    sync.Mutex
+	items []T
+	spare []T
+	_     [64]byte
+}
+
+// put hands x over unless the receiver's backlog already holds a quarter
+// of a working set (it is descheduled, or done with its share of b.N); then
+// the caller frees x itself, so the backlog and the live memory stay bounded.
+func (in *inbox[T]) put(x T) bool {
+	in.mu.Lock()
+	ok := len(in.items) < cap(in.items)
+	if ok {
+		in.items = append(in.items, x)
+	}
+	in.mu.Unlock()
+	return ok
+}
+
+func (in *inbox[T]) take() []T {
+	in.mu.Lock()
+	got := in.items
+	in.items = in.spare[:0]
+	in.mu.Unlock()
+	in.spare = got
+	return got
+}
+
+// allocator is one contender, instantiated per benchmark run.
+type allocator[T any] struct {
+	newWorker func() (alloc func(int) T, free func(T))
+	teardown  func() (peakBytes int64, ok bool) // bemalloc reports its footprint
+	valid     func(T) bool
+}
+
+func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocator[T]) {
+	a := mk()
+	inboxes := make([]inbox[T], threads)
+	for i := range inboxes {
+		inboxes[i].items = make([]T, 0, w.live/inboxDiv)
+		inboxes[i].spare = make([]T, 0, w.live/inboxDiv)
+	}
+	type worker struct {
+		alloc func(int) T
+		free  func(T)
+		slots []T
+		sizes []int
+		rng   uint64
+	}
+	ws := make([]*worker, threads)
+	for i := range ws {
+		alloc, free := a.newWorker()
+		ws[i] = &worker{alloc: alloc, free: free, slots: make([]T, w.live), sizes: w.sizes(uint64(i + 1)), rng: uint64(i)*0x9e3779b97f4a7c15 + 1}
+	}
+	runtime.GC()
+	base := heapInuse()
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			if v := heapInuse() - base; v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	// Prefill the working sets, warm up (every goroutine churns its working
+	// set warmRounds times, untimed, so that pools and heaps reach their
+	// steady size), then run b.N iterations split over the goroutines.
+	for _, wk := range ws {
+		for j := range wk.slots {
+			wk.slots[j] = wk.alloc(wk.sizes[j%sizeTable])
+		}
+	}
+	run := func(i, n int) {
+		wk := ws[i]
+		own, next := &inboxes[i], &inboxes[(i+1)%threads]
+		live := uint64(len(wk.slots))
+		for it := range n {
+			wk.rng ^= wk.rng << 13
+			wk.rng ^= wk.rng >> 7
+			wk.rng ^= wk.rng << 17
+			r := wk.rng
+			j := r % live
+			if old := wk.slots[j]; a.valid(old) {
+				if (r>>32)%100 >= crossPct || !next.put(old) {
+					wk.free(old)
+				}
+			}
+			wk.slots[j] = wk.alloc(wk.sizes[it&(sizeTable-1)])
+			if it&31 == 0 {
+				for _, x := range own.take() {
+					wk.free(x)
+				}
+			}
+		}
+	}
+	phase := func(share func(i int) int) {
+		var start, done sync.WaitGroup
+		start.Add(1)
+		for i := range ws {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				start.Wait()
+				run(i, share(i))
+			}()
+		}
+		start.Done()
+		done.Wait()
+	}
+	phase(func(int) int { return warmRounds * w.live })
+	b.ResetTimer()
+	t0 := time.Now()
+	phase(func(i int) int {
+		n := b.N / threads
+		if i < b.N%threads {
+			n++
+		}
+		return n
+	})
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	close(stop)
+	sampler.Wait()
+	if v := heapInuse() - base; v > peak.Load() {
+		peak.Store(v)
+	}
+	for i, wk := range ws {
+		for _, x := range inboxes[i].take() {
+			wk.free(x)
+		}
+		for _, x := range wk.slots {
+			if a.valid(x) {
+				wk.free(x)
+			}
+		}
+	}
+	peakBytes := peak.Load()
+	if pb, ok := a.teardown(); ok {
+		peakBytes = pb
+	}
+	b.ReportMetric(float64(2*b.N)/elapsed.Seconds(), "ops/s")
+	b.ReportMetric(float64(peakBytes)/(1<<20), "peak-MB")
+}
+
+var heapSamples = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+
+// heapInuse is runtime.MemStats.HeapInuse, read without stopping the world.
+func heapInuse() int64 {
+	s := [2]metrics.Sample{heapSamples[0], heapSamples[1]}
+	metrics.Read(s[:])
+	return int64(s[0].Value.Uint64() + s[1].Value.Uint64())
+}
+
+func bemallocAllocator(b *testing.B) allocator[Buf] {
+	p, err := New(newFakePD(), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return allocator[Buf]{
+		newWorker: func() (func(int) Buf, func(Buf)) {
+			h := p.NewHeap()
+			return func(n int) Buf {
+					x, err := h.Allocate(n)
+					if err != nil {
+						panic(err)
+					}
+					bs := x.Bytes()
+					bs[0], bs[n-1] = 1, 1
+					return x
+				}, func(x Buf) {
+					if err := h.Deallocate(x); err != nil {
+						panic(err)
+					}
+				}
+		},
+		teardown: func() (int64, bool) {
+			pk := p.Stats().PeakFootprint
+			if err := p.Close(); err != nil {
+				b.Fatal(err)
+			}
+			return pk, true
+		},
+		valid: func(x Buf) bool { return !x.IsZero() },
+	}
+}
+
+func goMakeAllocator(*testing.B) allocator[[]byte] {
+	return allocator[[]byte]{
+		newWorker: func() (func(int) []byte, func([]byte)) {
+			return func(n int) []byte {
+				bs := make([]byte, n)
+				bs[0], bs[n-1] = 1, 1
+				return bs
+			}, func([]byte) {} // the GC frees it
+		},
+		teardown: func() (int64, bool) { return 0, false },
+		valid:    func(x []byte) bool { return x != nil },
+	}
+}
+
+// syncPoolAllocator keeps one sync.Pool per power-of-two size class.
+func syncPoolAllocator(*testing.B) allocator[*[]byte] {
+	var pools [21]sync.Pool
+	class := func(n int) int { return bits.Len(uint(n - 1)) }
+	return allocator[*[]byte]{
+		newWorker: func() (func(int) *[]byte, func(*[]byte)) {
+			return func(n int) *[]byte {
+					c := class(n)
+					p, _ := pools[c].Get().(*[]byte)
+					if p == nil {
+						bs := make([]byte, 1<<c)
+						p = &bs
+					}
+					bs := *p
+					bs[0], bs[n-1] = 1, 1
+					return p
+				}, func(p *[]byte) {
+					pools[class(cap(*p))].Put(p)
+				}
+		},
+		teardown: func() (int64, bool) { return 0, false },
+		valid:    func(x *[]byte) bool { return x != nil },
+	}
+}
+
+func BenchmarkAlloc(b *testing.B) {
+	for _, w := range workloads {
+		b.Run(w.name, func(b *testing.B) {
+			for _, name := range []string{"bemalloc", "gomake", "syncpool"} {
+				b.Run(name, func(b *testing.B) {
+					for _, threads := range []int{1, 2, 4, 8} {
+						b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+							switch name {
+							case "bemalloc":
+								runFigure4(b, w, threads, func() allocator[Buf] { return bemallocAllocator(b) })
+							case "gomake":
+								runFigure4(b, w, threads, func() allocator[[]byte] { return goMakeAllocator(b) })
+							case "syncpool":
+								runFigure4(b, w, threads, func() allocator[*[]byte] { return syncPoolAllocator(b) })
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkHeapFastPath is one allocate/free pair on the owner's heap.
+func BenchmarkHeapFastPath(b *testing.B) {
+	for _, size := range []int{64, 4096, 256 << 10} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			p, _ := New(newFakePD(), Config{})
+			h := p.NewHeap()
+			x, _ := h.Allocate(size)
+			h.Deallocate(x)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				x, _ = h.Allocate(size)
+				h.Deallocate(x)
+			}
+			b.StopTimer()
+			p.Close()
+		})
+	}
+}
+
+// BenchmarkCrossHeapFree allocates on one heap and frees on another (the
+// deferred push), the owner draining on its next allocation.
+func BenchmarkCrossHeapFree(b *testing.B) {
+	p, _ := New(newFakePD(), Config{})
+	a, o := p.NewHeap(), p.NewHeap()
+	b.ReportAllocs()
+	for range b.N {
+		x, _ := a.Allocate(256)
+		o.Deallocate(x)
+	}
+	b.StopTimer()
+	p.Close()
+}
+
+func BenchmarkGetMR(b *testing.B) {
+	p, _ := New(newFakePD(), Config{})
+	h := p.NewHeap()
+	x, _ := h.Allocate(1000)
+	b.ReportAllocs()
+	for range b.N {
+		if p.GetMR(x) == nil {
+			b.Fatal("no MR")
+		}
+	}
+	b.StopTimer()
+	h.Deallocate(x)
+	p.Close()
+}

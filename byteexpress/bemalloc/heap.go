@@ -1,0 +1,325 @@
+package bemalloc
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// Heap is a thread-local heap, the stand-in for one of rpmalloc's
+// per-thread heaps: Go has no thread identity, so a goroutine that plays a
+// thread (an I/O thread, an application worker) owns a Heap explicitly.
+// Allocate and Deallocate take no lock on the fast path. A Heap is not safe
+// for concurrent use; any goroutine may free a Heap's buffers, through its
+// own Heap or through Pool.Deallocate: those frees go onto this heap's
+// lock-free deferred-free list, which the owner drains on its next
+// Allocate.
+type Heap struct {
+	_ [64]byte
+	// Written by other goroutines (frees of this heap's buffers) and by
+	// the owner.
+	deferred  atomic.Uintptr // Treiber stack of freed addresses; the link is in the buffer
+	live      atomic.Int64
+	liveBytes atomic.Int64
+	_         [40]byte
+	// Owner only.
+	pool    *Pool
+	partial []*span // per size class: spans with free slots; allocation takes the head
+	cache   []*span // per span count k: free runs of k spans (LIFO)
+	cached  int     // spans in cache
+	closed  bool
+	_       [64]byte
+}
+
+// NewHeap returns a heap for one thread-like goroutine. A closed heap is
+// reused when available (rpmalloc's heap adoption): it may still own spans
+// with live buffers, whose later frees it then collects.
+func (p *Pool) NewHeap() *Heap {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.spare); n > 0 {
+		h := p.spare[n-1]
+		p.spare = p.spare[:n-1]
+		h.closed = false
+		return h
+	}
+	return p.newHeapLocked()
+}
+
+func (p *Pool) newHeapLocked() *Heap {
+	h := &Heap{pool: p, partial: make([]*span, len(p.classSize)), cache: make([]*span, p.nspans+1)}
+	p.heaps = append(p.heaps, h)
+	return h
+}
+
+// Pool returns the pool the heap allocates from.
+func (h *Heap) Pool() *Pool { return h.pool }
+
+// Allocate returns a registered buffer of size bytes (1 <= size <=
+// MaxAlloc). Sizes up to SpanSize/2 are a slot of a size class; up to
+// BlockSize a run of spans; beyond, a dedicated run of blocks.
+func (h *Heap) Allocate(size int) (Buf, error) {
+	p := h.pool
+	if p.closed.Load() {
+		return Buf{}, ErrClosed
+	}
+	if h.deferred.Load() != 0 {
+		h.drain()
+	}
+	if uint(size-1) >= uint(p.maxSmall) {
+		return h.allocRun(size)
+	}
+	c := classOf(size)
+	s := h.partial[c]
+	if s == nil {
+		var err error
+		if s, err = h.refill(c); err != nil {
+			return Buf{}, err
+		}
+	}
+	idx := s.free
+	if idx != noSlot {
+		s.free = *(*uint32)(ptrAt(s.base + uintptr(idx)*uintptr(s.size)))
+	} else {
+		idx = s.bump
+		s.bump++
+	}
+	if s.used++; s.used == s.nslots {
+		h.unlink(s)
+	}
+	s.bits[idx>>6].Or(1 << (idx & 63))
+	h.live.Add(1)
+	h.liveBytes.Add(int64(s.size))
+	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: size, lkey: s.lkey, rkey: s.rkey}, nil
+}
+
+// Deallocate returns b to the pool. A buffer allocated by this heap goes
+// back to its span at once; one allocated by another heap is pushed onto
+// that heap's deferred-free list with one CAS. It returns ErrDoubleFree if
+// b is not allocated and ErrNotOwned if b is not the start of an allocation
+// from this pool; the checks cost one atomic AND on an allocation bitmap.
+func (h *Heap) Deallocate(b Buf) error { return h.pool.free(b.addr, h) }
+
+// allocRun serves sizes above the largest class, and rejects bad sizes.
+func (h *Heap) allocRun(size int) (Buf, error) {
+	p := h.pool
+	if size <= 0 || size > p.cfg.MaxAlloc {
+		return Buf{}, ErrSize
+	}
+	if size > p.cfg.BlockSize {
+		return p.allocHuge(size)
+	}
+	k := (size + p.cfg.SpanSize - 1) >> p.spanShift
+	s := h.takeCached(k)
+	if s == nil {
+		var err error
+		if s, err = p.takeRun(h, k); err != nil {
+			return Buf{}, err
+		}
+	}
+	s.class = classLarge
+	s.size = uint32(k) << p.spanShift
+	s.owner.Store(h)
+	s.state.Store(1)
+	h.live.Add(1)
+	h.liveBytes.Add(int64(s.size))
+	return Buf{addr: s.base, n: size, lkey: s.lkey, rkey: s.rkey}, nil
+}
+
+// refill gives class c a fresh span: from the heap cache, else from the
+// pool (which maps and registers a block when it has none).
+func (h *Heap) refill(c int) (*span, error) {
+	p := h.pool
+	s := h.takeCached(1)
+	if s == nil {
+		var err error
+		if s, err = p.takeRun(h, 1); err != nil {
+			return nil, err
+		}
+	}
+	s.class = int32(c)
+	s.size = p.classSize[c]
+	s.nslots = p.classSlots[c]
+	s.magic = p.classMagic[c]
+	s.free, s.bump, s.used = noSlot, 0, 0
+	s.owner.Store(h)
+	h.push(s)
+	return s, nil
+}
+
+// freeSlot returns slot idx to s, which this heap owns.
+func (h *Heap) freeSlot(s *span, idx uint32) {
+	*(*uint32)(ptrAt(s.base + uintptr(idx)*uintptr(s.size))) = s.free
+	s.free = idx
+	if s.used == s.nslots {
+		h.push(s)
+	}
+	if s.used--; s.used == 0 && (h.partial[s.class] != s || s.next != nil) {
+		// Empty and not the class's only span: give it back. The only
+		// span of a class stays, so that alternating alloc/free of one
+		// buffer does not bounce a span.
+		h.unlink(s)
+		h.cacheRun(s)
+	}
+}
+
+// push puts s at the head of its class's partial list.
+func (h *Heap) push(s *span) {
+	s.prev, s.next = nil, h.partial[s.class]
+	if s.next != nil {
+		s.next.prev = s
+	}
+	h.partial[s.class] = s
+}
+
+func (h *Heap) unlink(s *span) {
+	if s.prev != nil {
+		s.prev.next = s.next
+	} else {
+		h.partial[s.class] = s.next
+	}
+	if s.next != nil {
+		s.next.prev = s.prev
+	}
+	s.next, s.prev = nil, nil
+}
+
+func (h *Heap) pushCache(s *span) {
+	s.prev, s.next = nil, h.cache[s.k]
+	h.cache[s.k] = s
+	h.cached += int(s.k)
+}
+
+func (h *Heap) popCache(k int) *span {
+	s := h.cache[k]
+	if s != nil {
+		h.cache[k] = s.next
+		s.next = nil
+		h.cached -= k
+	}
+	return s
+}
+
+// takeCached returns a cached run of exactly k spans or, failing that, the
+// front of the smallest larger cached run, whose tail stays cached as a run
+// of its own.
+func (h *Heap) takeCached(k int) *span {
+	if s := h.popCache(k); s != nil {
+		return s
+	}
+	if h.cached < k {
+		return nil
+	}
+	for j := k + 1; j < len(h.cache); j++ {
+		if h.cache[j] == nil {
+			continue
+		}
+		s := h.popCache(j)
+		b := s.blk
+		i := int((s.base-b.base)>>h.pool.spanShift) + k
+		rest := &b.spans[i]
+		rest.k = uint32(j - k)
+		for x := i; x < i+j-k; x++ {
+			b.heads[x].Store(rest)
+		}
+		s.k = uint32(k)
+		h.pushCache(rest)
+		return s
+	}
+	return nil
+}
+
+// cacheRun keeps a free run in the heap cache; beyond HeapCacheBytes the
+// cache is halved by returning its smallest runs to the pool (large runs
+// serve any request by splitting; small ones are what the pool can
+// coalesce back into a whole block).
+func (h *Heap) cacheRun(s *span) {
+	h.pushCache(s)
+	if h.cached > h.pool.heapCacheSpans {
+		h.flushCache(h.pool.heapCacheSpans / 2)
+	}
+}
+
+// flushCache returns cached runs to the pool until at most keep spans
+// remain, smallest runs first, under one lock acquisition.
+func (h *Heap) flushCache(keep int) {
+	p := h.pool
+	p.mu.Lock()
+	for k := 1; k < len(h.cache) && h.cached > keep; k++ {
+		for h.cache[k] != nil && h.cached > keep {
+			p.giveLocked(h.popCache(k))
+		}
+	}
+	chain := p.trimLocked()
+	p.mu.Unlock()
+	p.releaseBlocks(chain)
+}
+
+// pushDeferred queues a freed buffer of this heap (called by another
+// goroutine): the buffer's first word links the stack.
+func (h *Heap) pushDeferred(addr uintptr) {
+	link := (*uintptr)(ptrAt(addr))
+	for {
+		old := h.deferred.Load()
+		*link = old
+		if h.deferred.CompareAndSwap(old, addr) {
+			return
+		}
+	}
+}
+
+// drain takes the whole deferred-free list (one Swap: a single consumer
+// needs no ABA protection) and frees each buffer locally.
+func (h *Heap) drain() {
+	p := h.pool
+	for addr := h.deferred.Swap(0); addr != 0; {
+		next := *(*uintptr)(ptrAt(addr))
+		blk := p.radix.lookup(addr)
+		s := blk.heads[(addr-blk.base)>>p.spanShift].Load()
+		if s.class == classLarge {
+			h.cacheRun(s)
+		} else {
+			idx, _ := bits.Mul64(uint64(addr-s.base), s.magic)
+			h.freeSlot(s, uint32(idx))
+		}
+		addr = next
+	}
+}
+
+// Flush returns what the heap holds without live buffers to the pool:
+// deferred frees are drained and empty spans and cached runs go back, so
+// that empty blocks can be retained at pool level or released. An idle
+// thread calls it to give its memory back.
+func (h *Heap) Flush() {
+	if h.pool.closed.Load() {
+		return
+	}
+	h.drain()
+	for c := range h.partial {
+		for s := h.partial[c]; s != nil; {
+			next := s.next
+			if s.used == 0 {
+				h.unlink(s)
+				h.pushCache(s)
+			}
+			s = next
+		}
+	}
+	h.flushCache(0)
+}
+
+// Close flushes the heap and hands it back to the pool for reuse by a later
+// NewHeap. Spans with live buffers stay with it; their frees from other
+// goroutines keep arriving on its deferred list until it is adopted or the
+// pool is closed. The heap must not be used after Close.
+func (h *Heap) Close() error {
+	if h.closed {
+		return ErrClosed
+	}
+	h.Flush()
+	h.closed = true
+	p := h.pool
+	p.mu.Lock()
+	p.spare = append(p.spare, h)
+	p.mu.Unlock()
+	return nil
+}
