@@ -1,0 +1,607 @@
+package rnic
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/besim/besim/dcqcn"
+	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/verbs"
+)
+
+// QPStats are a QP's counters.
+type QPStats struct {
+	TxPackets, TxBytes uint64
+	TxPayload          uint64 // payload bytes of data packets sent (requests and READ responses)
+	RxPackets, RxBytes uint64
+	RxPayload          uint64 // payload accepted in order (responder data, READ responses)
+	CacheHits          uint64 // QP context cache lookups (TX and RX) that hit
+	CacheMisses        uint64
+	Retransmits        uint64
+	SeqNAKs            uint64 // NAK sequence errors received (requester)
+	RNRNAKs            uint64 // RNR NAKs received (requester)
+	Timeouts           uint64
+	CNPsSent           uint64 // by this QP's notification point
+	CNPsHandled        uint64 // by this QP's reaction point
+	Rate               int64  // current DCQCN rate (line rate without DCQCN), bits/s
+}
+
+// swqe is a send WQE as the NIC holds it.
+type swqe struct {
+	id       uint64
+	op       verbs.Opcode
+	signaled bool
+	inline   bool
+	bf       bool // posted alone to an idle SQ: the WQE came with the doorbell
+	imm      uint32
+	raddr    uint64
+	rkey     uint32
+	length   int64
+	sgl      []verbs.SGE
+	data     []byte // inline payload copy
+	avail    sim.Time
+	// UD destination.
+	dnode fabric.NodeID
+	dqpn  uint32
+	qkey  uint32
+	dprio uint8
+	// RC progress.
+	firstPSN uint32
+	npkts    uint32
+	readRcvd uint32
+}
+
+// readJob is an RDMA READ the responder is serving.
+type readJob struct {
+	psn    uint32
+	npkts  uint32
+	sent   uint32
+	addr   uint64
+	length int64
+	mr     *MR
+}
+
+// QP is a queue pair. Its methods implement verbs.QP.
+type QP struct {
+	nic  *NIC
+	ctx  *Context
+	pd   *PD
+	qpn  uint32
+	typ  verbs.QPType
+	scq  *CQ
+	rcq  *CQ
+	srq  *SRQ
+	td   *TD
+	bf   *bfreg
+	unit int
+	flow uint32
+	dead bool
+
+	state   verbs.QPState
+	sigAll  bool
+	maxSend int
+	maxSGE  int
+
+	// Attributes.
+	access    verbs.Access
+	qkey      uint32
+	destNode  fabric.NodeID
+	destQPN   uint32
+	prio      uint8
+	mtu       int64
+	timeout   sim.Time // 0: none
+	retryCnt  uint8
+	rnrRetry  uint8
+	minRNR    uint8
+	maxRd     int
+	maxDestRd int
+	sqPSN     uint32
+	rqPSN     uint32
+
+	// Send queue: counters, index = counter mod len(sq).
+	sq                             []swqe
+	sqHead, sqCur, sqNext, sqTail  uint32
+	sndPSN, maxPSN, unaPSN, hiSent uint32
+	hiAcked                        uint32 // PSN after the highest the responder acknowledged
+	readsOut                       int
+	retryLeft, rnrLeft             int
+	rnrUntil                       sim.Time
+	readDataAt                     sim.Time
+	gapSet                         bool
+	gapPSN                         uint32
+	rexmit                         sim.Timer
+
+	// Transmit engine.
+	prepared, warm    bool
+	readyAt, nextTxAt sim.Time
+	cc                dcqcn.Controller // nil: no congestion control
+	rp                dcqcn.ReactionPoint
+
+	// Responder.
+	rq         recvQueue
+	ePSN       uint32
+	nakSent    bool
+	cur        rwqe
+	curActive  bool
+	curBad     bool
+	curOff     int64
+	wrMR       *MR
+	wrLen      int64
+	wrActive   bool
+	ackPending bool
+	ackAt      sim.Time
+	ackSyn     uint8
+	ackCode    uint8
+	ackPSN     uint32
+	reads      []readJob
+	rdHead     int
+	rdN        int
+	np         dcqcn.NotificationPoint
+	npOn       bool
+	deferred   fabric.Queue
+
+	// NIC lists.
+	inAct, inCtrl, inCNP, inLRU bool
+	actNext, actPrev            *QP
+	ctrlNext, cnpNext           *QP
+	lruNext, lruPrev            *QP
+
+	st QPStats
+}
+
+var errState = errors.New("rnic: QP state does not allow this")
+
+// CreateQP creates an RC or UD QP in RESET.
+func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
+	if pd.dead || pd.ctx.closed {
+		return nil, errClosed
+	}
+	c := pd.ctx
+	n := c.nic
+	if attr.Type != verbs.RC && attr.Type != verbs.UD {
+		return nil, fmt.Errorf("rnic: QP type %v: %w", attr.Type, verbs.ErrNotSupported)
+	}
+	scq, ok1 := attr.SendCQ.(*CQ)
+	rcq, ok2 := attr.RecvCQ.(*CQ)
+	if !ok1 || !ok2 || scq == nil || rcq == nil || scq.ctx != c || rcq.ctx != c || scq.dead || rcq.dead {
+		return nil, fmt.Errorf("rnic: CreateQP needs send and receive CQs of this context")
+	}
+	var srq *SRQ
+	if attr.SRQ != nil {
+		s, ok := attr.SRQ.(*SRQ)
+		if !ok || s.pd.ctx != c || s.dead {
+			return nil, errForeign
+		}
+		srq = s
+	}
+	var td *TD
+	if attr.TD != nil {
+		t, ok := attr.TD.(*TD)
+		if !ok || t.ctx != c || t.dead {
+			return nil, errForeign
+		}
+		td = t
+	}
+	if attr.MaxSendWR < 1 || attr.MaxSendWR > maxQPWR {
+		return nil, fmt.Errorf("rnic: MaxSendWR %d out of 1..%d", attr.MaxSendWR, maxQPWR)
+	}
+	if srq == nil && (attr.MaxRecvWR < 0 || attr.MaxRecvWR > maxQPWR) {
+		return nil, fmt.Errorf("rnic: MaxRecvWR %d out of 0..%d", attr.MaxRecvWR, maxQPWR)
+	}
+	if attr.MaxSGE > maxSGE {
+		return nil, fmt.Errorf("rnic: MaxSGE %d above %d", attr.MaxSGE, maxSGE)
+	}
+	if len(n.qps) >= 1<<24-qpnBase {
+		return nil, fmt.Errorf("rnic: out of QP numbers")
+	}
+	q := &QP{nic: n, ctx: c, pd: pd, typ: attr.Type, scq: scq, rcq: rcq, srq: srq, td: td,
+		sigAll: attr.SigAll, maxSend: attr.MaxSendWR, maxSGE: max(attr.MaxSGE, 1)}
+	q.qpn = uint32(qpnBase + len(n.qps))
+	n.qps = append(n.qps, q)
+	q.unit = int(q.qpn) % n.cfg.Units
+	q.flow = uint32(n.node)*0x9e3779b1 ^ q.qpn
+	q.sq = make([]swqe, attr.MaxSendWR)
+	for i := range q.sq {
+		q.sq[i].sgl = make([]verbs.SGE, 0, q.maxSGE)
+	}
+	if srq == nil {
+		q.rq.init(max(attr.MaxRecvWR, 1), q.maxSGE)
+		if attr.MaxRecvWR == 0 {
+			q.rq.ring = q.rq.ring[:0]
+		}
+	} else {
+		srq.users++
+	}
+	q.cur.sgl = make([]verbs.SGE, 0, max(q.maxSGE, maxSGE))
+	q.reads = make([]readJob, 16)
+	q.rexmit.Init(n.k, q, 0)
+	q.prio = n.cfg.TrafficPrio
+	if td != nil {
+		q.bf = td.bf
+		q.bf.users++
+		td.users++
+	} else {
+		q.bf = c.qpBFReg()
+	}
+	scq.users++
+	rcq.users++
+	pd.users++
+	q.resetTransport()
+	return q, nil
+}
+
+// QPN is the QP number.
+func (q *QP) QPN() uint32 { return q.qpn }
+
+// Type is the transport.
+func (q *QP) Type() verbs.QPType { return q.typ }
+
+// State is the current state.
+func (q *QP) State() verbs.QPState { return q.state }
+
+// SendQueueCap is the send queue capacity (exactly MaxSendWR).
+func (q *QP) SendQueueCap() int { return q.maxSend }
+
+// SharesDoorbell reports whether the QP rings a doorbell register shared
+// with other QPs under the provider's lock (paper §6.2.1).
+func (q *QP) SharesDoorbell() bool { return q.bf.shared }
+
+// Stats returns the QP's counters.
+func (q *QP) Stats() QPStats {
+	s := q.st
+	s.Rate = q.Rate()
+	return s
+}
+
+// Rate is the QP's current sending rate limit: the DCQCN reaction point's
+// rate, or the port rate without congestion control.
+func (q *QP) Rate() int64 {
+	if q.cc != nil {
+		return min(q.cc.Rate(), q.nic.rate)
+	}
+	return q.nic.rate
+}
+
+// Modify changes state and attributes (ibv_modify_qp), validated by
+// verbs.CheckModify.
+func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
+	if q.dead {
+		return errDestroy
+	}
+	if err := verbs.CheckModify(q.typ, q.state, attr, mask); err != nil {
+		return err
+	}
+	n := q.nic
+	var node fabric.NodeID
+	if mask&verbs.AttrAV != 0 {
+		var ok bool
+		if node, ok = NodeOf(attr.AH.DGID); !ok {
+			return fmt.Errorf("rnic: DGID %v is not a simulated port", attr.AH.DGID)
+		}
+	}
+	if mask&verbs.AttrPathMTU != 0 && attr.PathMTU > n.cfg.PortMTU {
+		return fmt.Errorf("rnic: path MTU %d above the port MTU %d", attr.PathMTU, n.cfg.PortMTU)
+	}
+	if mask&verbs.AttrAccessFlags != 0 {
+		q.access = attr.AccessFlags
+	}
+	if mask&verbs.AttrQKey != 0 {
+		q.qkey = attr.QKey
+	}
+	if mask&verbs.AttrAV != 0 {
+		q.destNode = node
+		q.prio = n.prioOf(attr.AH)
+	}
+	if mask&verbs.AttrPathMTU != 0 {
+		q.mtu = int64(attr.PathMTU)
+	}
+	if mask&verbs.AttrDestQPN != 0 {
+		q.destQPN = attr.DestQPN
+	}
+	if mask&verbs.AttrRQPSN != 0 {
+		q.rqPSN = attr.RQPSN & psnMask
+	}
+	if mask&verbs.AttrSQPSN != 0 {
+		q.sqPSN = attr.SQPSN & psnMask
+	}
+	if mask&verbs.AttrTimeout != 0 {
+		q.timeout = 0
+		if ns := verbs.AckTimeoutNS(attr.Timeout); ns > 0 {
+			q.timeout = sim.Time(ns) * sim.Nanosecond
+		}
+	}
+	if mask&verbs.AttrRetryCnt != 0 {
+		q.retryCnt = attr.RetryCnt
+	}
+	if mask&verbs.AttrRNRRetry != 0 {
+		q.rnrRetry = attr.RNRRetry
+	}
+	if mask&verbs.AttrMinRNRTimer != 0 {
+		q.minRNR = attr.MinRNRTimer
+	}
+	if mask&verbs.AttrMaxQPRdAtomic != 0 {
+		q.maxRd = int(attr.MaxRdAtomic)
+	}
+	if mask&verbs.AttrMaxDestRdAtomic != 0 {
+		q.maxDestRd = int(attr.MaxDestRdAtomic)
+	}
+	if mask&verbs.AttrState == 0 {
+		return nil
+	}
+	from, to := q.state, attr.State
+	switch to {
+	case verbs.StateReset:
+		q.drop()
+		q.resetTransport()
+		q.state = verbs.StateReset
+	case verbs.StateInit:
+		q.state = verbs.StateInit
+	case verbs.StateRTR:
+		q.ePSN = q.rqPSN
+		if k := max(16, 2*q.maxDestRd); k > len(q.reads) {
+			q.reads = make([]readJob, k)
+		}
+		q.state = verbs.StateRTR
+		if q.typ == verbs.RC && n.cfg.CC == CCDCQCN {
+			q.np = dcqcn.NewNotificationPoint(int64(n.cfg.CNPInterval))
+			q.npOn = true
+		}
+	case verbs.StateRTS:
+		if from == verbs.StateRTR {
+			q.sndPSN, q.maxPSN, q.unaPSN, q.hiSent, q.hiAcked = q.sqPSN, q.sqPSN, q.sqPSN, q.sqPSN, q.sqPSN
+			q.retryLeft, q.rnrLeft = int(q.retryCnt), int(q.rnrRetry)
+			q.cc = q.newCC()
+			if q.typ == verbs.UD {
+				q.mtu = int64(n.cfg.PortMTU)
+			}
+		}
+		q.state = verbs.StateRTS
+		n.kick(q)
+	case verbs.StateErr:
+		q.fail(n.k.Now(), 0, false)
+	}
+	return nil
+}
+
+// newCC returns the QP's congestion controller (Config.CC), or nil. A
+// further algorithm (HPCC, TIMELY) is a dcqcn.Controller and a case here.
+func (q *QP) newCC() dcqcn.Controller {
+	switch q.nic.cfg.CC {
+	case CCDCQCN:
+		if err := q.rp.Init(q.nic.dcqcnCfg); err == nil {
+			return &q.rp
+		}
+	}
+	return nil
+}
+
+// resetTransport clears all transport state (RESET).
+func (q *QP) resetTransport() {
+	q.sqHead, q.sqCur, q.sqNext, q.sqTail = 0, 0, 0, 0
+	q.readsOut = 0
+	q.rnrUntil, q.readDataAt = 0, 0
+	q.prepared, q.warm = false, false
+	q.readyAt, q.nextTxAt = 0, 0
+	q.cc, q.npOn = nil, false
+	q.rq.head, q.rq.n = 0, 0
+	q.nakSent, q.curActive, q.wrActive, q.ackPending = false, false, false, false
+	q.rdHead, q.rdN = 0, 0
+	q.wrMR = nil
+	q.mtu = int64(q.nic.cfg.PortMTU)
+}
+
+// drop forgets queued work without completions (leaving a QP to RESET or
+// destroying it) and takes the QP off the NIC's lists.
+func (q *QP) drop() {
+	n := q.nic
+	q.rexmit.Stop()
+	n.deactivate(q)
+	q.ackPending = false
+	for p := q.deferred.Pop(); p != nil; p = q.deferred.Pop() {
+		n.pool.Put(p)
+	}
+}
+
+// Destroy destroys the QP.
+func (q *QP) Destroy() error {
+	if q.dead {
+		return errDestroy
+	}
+	n := q.nic
+	q.drop()
+	q.dead = true
+	n.lruUnlink(q)
+	n.qps[q.qpn-qpnBase] = nil
+	q.ctx.releaseBFReg(q.bf, q.td)
+	if q.td != nil {
+		q.td.users--
+	}
+	if q.srq != nil {
+		q.srq.users--
+	}
+	q.scq.users--
+	q.rcq.users--
+	q.pd.users--
+	return nil
+}
+
+// fail moves the QP to ERR. With hasFail the oldest outstanding send WQE
+// completes with status; every other send WQE and every posted receive is
+// flushed (WCWRFlushErr), in order.
+func (q *QP) fail(now sim.Time, status verbs.WCStatus, hasFail bool) {
+	n := q.nic
+	q.state = verbs.StateErr
+	q.rexmit.Stop()
+	n.deactivate(q)
+	at := now + n.cfg.CQECost + n.cfg.DMAWriteLatency
+	for ; q.sqHead != q.sqTail; q.sqHead++ {
+		w := &q.sq[q.sqHead%uint32(len(q.sq))]
+		st := verbs.WCWRFlushErr
+		if hasFail {
+			st, hasFail = status, false
+		}
+		q.scq.push(verbs.WC{WRID: w.id, Status: st, Opcode: wcOpcode(w.op), QPN: q.qpn}, at)
+	}
+	q.sqCur, q.sqNext = q.sqTail, q.sqTail
+	q.sndPSN = q.maxPSN
+	q.readsOut = 0
+	if q.curActive {
+		q.rcq.push(verbs.WC{WRID: q.cur.id, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: q.qpn}, at)
+		q.curActive = false
+	}
+	if q.srq == nil {
+		var w rwqe
+		w.sgl = q.cur.sgl[:0]
+		for q.rq.n > 0 {
+			q.rq.pop(&w)
+			q.rcq.push(verbs.WC{WRID: w.id, Status: verbs.WCWRFlushErr, Opcode: verbs.WCRecv, QPN: q.qpn}, at)
+		}
+	}
+	q.rdHead, q.rdN = 0, 0
+	q.wrActive = false
+	for p := q.deferred.Pop(); p != nil; p = q.deferred.Pop() {
+		n.pool.Put(p)
+	}
+	// A NAK already decided (the reason for a responder error) still goes
+	// out; plain ACKs do not.
+	if q.ackPending && q.ackSyn == synACK {
+		q.ackPending = false
+	}
+}
+
+func wcOpcode(op verbs.Opcode) verbs.WCOpcode {
+	switch op {
+	case verbs.OpWrite, verbs.OpWriteImm:
+		return verbs.WCRDMAWrite
+	case verbs.OpRead:
+		return verbs.WCRDMARead
+	}
+	return verbs.WCSend
+}
+
+// PostSend posts a chain of send WRs with one doorbell. WRs are validated
+// at post time (queue space, SGE count, opcode for the transport, UD length
+// against the MTU, inline size); local keys are checked when the NIC
+// executes the WQE, which then completes with WCLocProtErr.
+func (q *QP) PostSend(wr *verbs.SendWR) (*verbs.SendWR, error) {
+	if q.dead {
+		return wr, errDestroy
+	}
+	if q.state != verbs.StateRTS && q.state != verbs.StateErr {
+		return wr, fmt.Errorf("rnic: post send on a QP in %v: %w", q.state, errState)
+	}
+	c := q.ctx
+	cpu := c.CPU()
+	idle := q.sqTail == q.sqHead
+	first := q.sqTail
+	k := 0
+	var bad *verbs.SendWR
+	var err error
+	for w := wr; w != nil; w = w.Next {
+		if err = q.checkWR(w); err != nil {
+			bad = w
+			break
+		}
+		if int(q.sqTail-q.sqHead) >= q.maxSend {
+			bad, err = w, fmt.Errorf("rnic: send queue full (%d WRs)", q.maxSend)
+			break
+		}
+		s := &q.sq[q.sqTail%uint32(len(q.sq))]
+		q.fillWQE(s, w)
+		q.sqTail++
+		k++
+	}
+	at := c.ringDoorbell(cpu, q.bf, k, q.td == nil)
+	for i := 0; i < k; i++ {
+		s := &q.sq[(first+uint32(i))%uint32(len(q.sq))]
+		s.avail = at
+		s.bf = idle && k == 1
+	}
+	if k > 0 {
+		if q.state == verbs.StateErr {
+			q.fail(cpu.Now(), 0, false)
+		} else {
+			q.nic.kick(q)
+		}
+	}
+	return bad, err
+}
+
+func (q *QP) checkWR(w *verbs.SendWR) error {
+	if len(w.SGL) > q.maxSGE {
+		return fmt.Errorf("rnic: WR %#x has %d SGEs, QP allows %d", w.ID, len(w.SGL), q.maxSGE)
+	}
+	l := w.Len()
+	if l > 1<<31 {
+		return fmt.Errorf("rnic: WR %#x length %d above 2 GiB", w.ID, l)
+	}
+	if w.Flags&verbs.FlagInline != 0 && (l > maxInline || w.Opcode == verbs.OpRead) {
+		return fmt.Errorf("rnic: inline WR %#x of %d bytes (max %d, not READ)", w.ID, l, maxInline)
+	}
+	switch q.typ {
+	case verbs.RC:
+		switch w.Opcode {
+		case verbs.OpSend, verbs.OpSendImm, verbs.OpWrite, verbs.OpWriteImm, verbs.OpRead:
+		default:
+			return fmt.Errorf("rnic: opcode %v on RC", w.Opcode)
+		}
+	case verbs.UD:
+		if w.Opcode != verbs.OpSend && w.Opcode != verbs.OpSendImm {
+			return fmt.Errorf("rnic: opcode %v on UD", w.Opcode)
+		}
+		ah, ok := w.AH.(*AH)
+		if !ok || ah == nil || ah.dead || ah.pd.ctx.nic != q.nic {
+			return fmt.Errorf("rnic: UD WR %#x needs an address handle of this device", w.ID)
+		}
+		if l > int64(q.nic.cfg.PortMTU) {
+			return fmt.Errorf("rnic: UD WR %#x of %d bytes exceeds the MTU %d", w.ID, l, q.nic.cfg.PortMTU)
+		}
+	}
+	return nil
+}
+
+func (q *QP) fillWQE(s *swqe, w *verbs.SendWR) {
+	s.id = w.ID
+	s.op = w.Opcode
+	s.signaled = q.sigAll || w.Flags&verbs.FlagSignaled != 0
+	s.inline = w.Flags&verbs.FlagInline != 0
+	s.imm = w.Imm
+	s.raddr = w.RemoteAddr
+	s.rkey = w.RKey
+	s.length = w.Len()
+	s.sgl = append(s.sgl[:0], w.SGL...)
+	s.firstPSN, s.npkts, s.readRcvd = 0, 0, 0
+	if s.inline && !q.nic.cfg.SizesOnly {
+		// Inline data is copied into the WQE at post time.
+		if cap(s.data) < int(s.length) {
+			s.data = make([]byte, s.length, maxInline)
+		}
+		s.data = s.data[:s.length]
+		if !q.nic.sgeCopy(s.sgl, 0, s.data, false) {
+			s.inline = false // bad key: fault when executed
+		}
+	}
+	if q.typ == verbs.UD {
+		ah := w.AH.(*AH)
+		s.dnode, s.dqpn, s.qkey, s.dprio = ah.node, w.RemoteQPN, w.RemoteQKey, ah.prio
+	}
+}
+
+// PostRecv posts receives to the QP's own receive queue.
+func (q *QP) PostRecv(wr *verbs.RecvWR) (*verbs.RecvWR, error) {
+	if q.dead {
+		return wr, errDestroy
+	}
+	if q.srq != nil {
+		return wr, fmt.Errorf("rnic: QP %d receives from an SRQ", q.qpn)
+	}
+	if q.state == verbs.StateReset {
+		return wr, fmt.Errorf("rnic: post receive on a QP in RESET: %w", errState)
+	}
+	bad, err := q.rq.post(q.ctx, wr)
+	if q.state == verbs.StateErr {
+		q.fail(q.ctx.CPU().Now(), 0, false)
+	}
+	return bad, err
+}
