@@ -1,0 +1,687 @@
+package byteexpress
+
+import (
+	"container/heap"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/besim/besim/byteexpress/bemalloc"
+	"github.com/besim/besim/verbs"
+)
+
+// IOThread is one I/O thread (paper §6.2): it owns a set of engines, one CQ
+// shared by their send and receive queues (polled in batches, dispatched by
+// WC.QPN), one thread domain, and optionally one SRQ.
+//
+// It is a driven, thread-unsafe state machine: nothing happens except inside
+// Poll, and Poll must not be called concurrently with itself or with
+// Endpoint.Close. The Endpoint and Socket API may be used from any
+// goroutine; it queues commands that the next Poll carries out.
+type IOThread struct {
+	ep    *Endpoint
+	idx   int
+	cfg   Config
+	alloc Allocator
+
+	td  verbs.TD
+	cq  verbs.CQ
+	srq verbs.SRQ
+	wc  []verbs.WC
+
+	byQPN   map[uint32]*engine
+	engines []*engine
+	dirty   []*engine
+	timers  timerHeap
+	cqUsed  int
+
+	// SRQ mode: one receive buffer per SRQ entry.
+	srqMem    Buffer
+	srqBytes  []byte
+	srqWRs    []verbs.RecvWR
+	srqSGEs   []verbs.SGE
+	srqReturn []uint32 // consumed, waiting to be re-posted
+
+	mu      sync.Mutex
+	inbox   []cmd
+	spare   []cmd
+	closed  bool
+	wake    func()
+	pending bool // a command arrived since the last drain
+
+	now     time.Duration
+	events  []Event
+	ops     Ops
+	stats   Stats
+	msgFree *outMsg
+}
+
+// Stats are an I/O thread's cumulative counters.
+type Stats struct {
+	Ops                  // totals over all steps
+	Engines          int // live engines now
+	EngineErrors     int // engines failed (QP error, keepalive, connect)
+	MessagesSent     int // messages completely handed to the NIC and completed
+	SmallSent        int // of which inline in SENDs (counted when copied)
+	LargeSent        int // of which with the metadata exchange
+	PrebuiltSent     int // of which into pre-known remote buffers
+	MetaRequests     int // metadata requests sent
+	MetaResponses    int // metadata responses sent
+	CreditUpdates    int // standalone credit-update SENDs
+	CreditsReturned  int // credits reported to peers (piggybacked or not)
+	CreditStalls     int // times a WR waited for a credit
+	WindowStalls     int // times a WR waited for the send window
+	RingStalls       int // times a WR waited for a free ring slot
+	KeepalivesSent   int // keepalive records sent
+	KeepalivesRecv   int // keepalive records received
+	Dropped          int // received data for a closed socket, or not allocatable
+	FreeErrors       int // Deallocate errors (double or foreign free: a core bug)
+	StrayCQEs        int // completions for QPs already destroyed
+	MinCredits       int // lowest credit count seen after taking a credit
+	MaxRingOccupancy int // most WRs in flight+pending seen at a post
+	MaxInflightBytes int // most bytes in flight seen at a post
+}
+
+type cmdKind uint8
+
+const (
+	cmdCreate cmdKind = iota + 1
+	cmdCreatePassive
+	cmdConnectDone
+	cmdAttach
+	cmdSend
+	cmdSendTo
+	cmdClose
+)
+
+type cmd struct {
+	kind  cmdKind
+	e     *engine
+	s     *Socket
+	buf   Buffer
+	n     int
+	dst   RemoteBuffer
+	info  ConnInfo
+	err   error
+	reply func(ConnInfo, error)
+}
+
+func newThread(ep *Endpoint, idx int) (*IOThread, error) {
+	t := &IOThread{ep: ep, idx: idx, cfg: ep.cfg, alloc: ep.p.Allocator,
+		byQPN: make(map[uint32]*engine)}
+	t.stats.MinCredits = maxInt
+	switch a := ep.p.Allocator.(type) {
+	case *bemalloc.Pool:
+		t.alloc = a.NewHeap()
+	case ThreadHeaps:
+		t.alloc = a.ThreadHeap(idx)
+	}
+	var err error
+	if t.td, err = ep.p.Context.AllocTD(); err != nil {
+		return nil, fmt.Errorf("byteexpress: thread %d: alloc TD: %w", idx, err)
+	}
+	if t.cq, err = ep.p.Context.CreateCQ(t.cfg.CQDepth, t.td); err != nil {
+		return nil, fmt.Errorf("byteexpress: thread %d: create CQ: %w", idx, err)
+	}
+	t.wc = make([]verbs.WC, t.cfg.PollBatch)
+	if t.cfg.UseSRQ {
+		if err := t.setupSRQ(); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func (t *IOThread) setupSRQ() error {
+	d, size := t.cfg.SRQDepth, t.cfg.RecvBufSize
+	srq, err := t.ep.p.PD.CreateSRQ(verbs.SRQInitAttr{MaxWR: d, MaxSGE: 1, TD: t.td})
+	if err != nil {
+		return fmt.Errorf("byteexpress: thread %d: create SRQ: %w", t.idx, err)
+	}
+	t.srq = srq
+	if t.srqMem, err = t.allocate(d * size); err != nil {
+		return err
+	}
+	t.srqBytes = t.srqMem.Bytes()
+	t.srqWRs = make([]verbs.RecvWR, d)
+	t.srqSGEs = make([]verbs.SGE, d)
+	for i := range t.srqWRs {
+		t.srqSGEs[i] = verbs.SGE{Addr: t.srqMem.Addr() + uintptr(i*size), Length: uint32(size), LKey: t.srqMem.LKey()}
+		t.srqWRs[i].SGL = t.srqSGEs[i : i+1 : i+1]
+		t.srqWRs[i].ID = wrRecv | wrSRQ | uint64(i)
+		if i+1 < d {
+			t.srqWRs[i].Next = &t.srqWRs[i+1]
+		}
+	}
+	t.ops.PostRecvs++
+	t.ops.RecvWRs += d
+	if _, err := srq.PostRecv(&t.srqWRs[0]); err != nil {
+		return fmt.Errorf("byteexpress: thread %d: post SRQ: %w", t.idx, err)
+	}
+	t.srqWRs[d-1].Next = nil
+	t.srqReturn = make([]uint32, 0, d)
+	return nil
+}
+
+// Index is the thread's position in Endpoint.Threads.
+func (t *IOThread) Index() int { return t.idx }
+
+// SetWakeup installs f, called (from whichever goroutine queues it) after a
+// command is queued for this thread: the simulator adapter schedules a Poll,
+// the wall-clock adapter wakes its loop. f must not call Poll itself.
+func (t *IOThread) SetWakeup(f func()) {
+	t.mu.Lock()
+	t.wake = f
+	t.mu.Unlock()
+}
+
+// push queues a command; false if the thread is closed.
+func (t *IOThread) push(c cmd) bool {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return false
+	}
+	t.inbox = append(t.inbox, c)
+	t.pending = true
+	w := t.wake
+	t.mu.Unlock()
+	if w != nil {
+		w()
+	}
+	return true
+}
+
+// Poll runs one step at time now (the caller's monotonic clock; earlier
+// values than a previous call are treated as that call's time):
+//
+//  1. take the commands queued by the API and the Connector;
+//  2. drain the CQ in batches of PollBatch (at most MaxPollRounds polls),
+//     dispatching each completion to its engine by QPN;
+//  3. fire due timers (keepalive send and timeout, connect timeout);
+//  4. for each engine with work: re-post receives and report credits, write
+//     control records, run the round-robin scheduler over its sockets and
+//     post the prepared WRs with one doorbell.
+//
+// The returned Ready lists the events for the application, the time by
+// which Poll must run again, and the operation counts of this step.
+func (t *IOThread) Poll(now time.Duration) Ready {
+	if now < t.now {
+		now = t.now
+	}
+	t.now = now
+	clear(t.events)
+	t.events = t.events[:0]
+	t.ops = Ops{Steps: 1}
+	if t.closed {
+		return Ready{Next: Never, Ops: t.ops}
+	}
+	more := false
+	for round := 0; round < 4; round++ {
+		t.drainInbox()
+		if round == 0 {
+			more = t.pollCQ()
+			t.fireTimers()
+		}
+		t.runDirty()
+		if !t.hasPending() {
+			break
+		}
+	}
+	next := Never
+	if len(t.timers) > 0 {
+		next = max(t.timers[0].timerAt, now)
+	}
+	if more || t.hasPending() {
+		next = now
+	}
+	t.stats.Ops.add(&t.ops)
+	return Ready{Events: t.events, Next: next, Ops: t.ops}
+}
+
+func (t *IOThread) hasPending() bool {
+	t.mu.Lock()
+	p := t.pending
+	t.mu.Unlock()
+	return p
+}
+
+func (t *IOThread) drainInbox() {
+	t.mu.Lock()
+	cmds := t.inbox
+	t.inbox = t.spare[:0]
+	t.pending = false
+	t.mu.Unlock()
+	for i := range cmds {
+		t.ops.Commands++
+		t.handle(&cmds[i])
+		cmds[i] = cmd{}
+	}
+	t.mu.Lock()
+	t.spare = cmds[:0]
+	t.mu.Unlock()
+}
+
+func (t *IOThread) handle(c *cmd) {
+	e := c.e
+	switch c.kind {
+	case cmdCreate, cmdCreatePassive:
+		t.createEngine(e, c)
+	case cmdConnectDone:
+		if e.state != engConnecting {
+			return
+		}
+		if c.err != nil {
+			e.fail(fmt.Errorf("byteexpress: connect to %s: %w", e.remote, c.err))
+			return
+		}
+		if err := e.connect(c.info); err != nil {
+			e.fail(err)
+			return
+		}
+		e.up()
+	case cmdAttach:
+		s := c.s
+		switch e.state {
+		case engFailed:
+			s.state = sockGone
+			s.dead.Store(true)
+			t.emit(Event{Kind: EvSocketFailed, Socket: s, Remote: e.remote, Err: e.failErr()})
+		case engUp:
+			e.openSocket(s)
+			e.rrUpdate(s)
+			e.markDirty()
+		default:
+			e.waiting = append(e.waiting, s)
+		}
+	case cmdSend, cmdSendTo:
+		s := c.s
+		if s.state == sockGone || s.closing {
+			t.emit(Event{Kind: EvSendFailed, Socket: s, Remote: e.remote, Buf: c.buf, Len: c.n, Err: ErrClosed})
+			return
+		}
+		m := t.newMsg()
+		m.sock, m.buf, m.n = s, c.buf, c.n
+		if c.kind == cmdSendTo {
+			m.prebuilt, m.dst = true, c.dst
+		}
+		e.enqueue(s, m)
+	case cmdClose:
+		s := c.s
+		if s.state == sockGone || s.closing {
+			return
+		}
+		s.closing = true
+		if s.state == sockOpen {
+			e.rrUpdate(s)
+			e.markDirty()
+		}
+	}
+}
+
+func (e *engine) failErr() error {
+	if e.err != nil {
+		return e.err
+	}
+	return ErrClosed
+}
+
+func (t *IOThread) createEngine(e *engine, c *cmd) {
+	if e.state != engPending {
+		return
+	}
+	e.listIdx = len(t.engines)
+	t.engines = append(t.engines, e)
+	e.heapIdx = -1
+	if c.kind == cmdCreatePassive {
+		e.reply = c.reply
+	}
+	if err := e.setup(); err != nil {
+		e.fail(err)
+		return
+	}
+	local := e.localInfo()
+	e.connDead = t.now + t.cfg.ConnectTimeout
+	if c.kind == cmdCreatePassive {
+		if err := e.connect(c.info); err != nil {
+			e.fail(err)
+			return
+		}
+		e.state = engWaitHello
+		e.updateTimer()
+		r := e.reply
+		e.reply = nil
+		r(local, nil)
+		return
+	}
+	e.state = engConnecting
+	e.updateTimer()
+	done := func(info ConnInfo, err error) {
+		if !e.connectOnce.CompareAndSwap(false, true) {
+			return
+		}
+		t.push(cmd{kind: cmdConnectDone, e: e, info: info, err: err})
+	}
+	e.ep.p.Connector.Connect(e.ep.p.Local, e.remote, local, done)
+}
+
+func (t *IOThread) removeEngine(e *engine) {
+	i := e.listIdx
+	if i < 0 || i >= len(t.engines) || t.engines[i] != e {
+		return
+	}
+	last := len(t.engines) - 1
+	t.engines[i] = t.engines[last]
+	t.engines[i].listIdx = i
+	t.engines[last] = nil
+	t.engines = t.engines[:last]
+	e.listIdx = -1
+}
+
+// pollCQ drains the CQ; true if it stopped at the round limit.
+func (t *IOThread) pollCQ() bool {
+	for range t.cfg.MaxPollRounds {
+		n := t.cq.Poll(t.wc)
+		t.ops.CQPolls++
+		t.ops.CQEs += n
+		for i := 0; i < n; i++ {
+			t.dispatch(&t.wc[i])
+		}
+		if n < len(t.wc) {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *IOThread) dispatch(wc *verbs.WC) {
+	e := t.byQPN[wc.QPN]
+	if wc.WRID&wrRecv == 0 {
+		if e == nil {
+			t.stats.StrayCQEs++
+			return
+		}
+		if wc.Status != verbs.WCSuccess {
+			e.fail(fmt.Errorf("byteexpress: send completion on QP %d: %v", wc.QPN, wc.Status))
+			return
+		}
+		e.completeTo(wc.WRID)
+		return
+	}
+	idx := int(wc.WRID &^ (wrRecv | wrSRQ))
+	if wc.WRID&wrSRQ != 0 {
+		if idx >= len(t.srqWRs) {
+			t.stats.StrayCQEs++
+			return
+		}
+		if e != nil && wc.Status == verbs.WCSuccess {
+			size := t.cfg.RecvBufSize
+			e.onRecv(wc, t.srqBytes[idx*size:idx*size+min(int(wc.ByteLen), size)])
+		} else if e != nil {
+			e.fail(fmt.Errorf("byteexpress: receive completion on QP %d: %v", wc.QPN, wc.Status))
+		} else {
+			t.stats.StrayCQEs++
+		}
+		t.srqReturn = append(t.srqReturn, uint32(idx))
+		if len(t.srqReturn) >= t.cfg.SRQDepth/2 {
+			t.repostSRQ()
+		}
+		return
+	}
+	if e == nil {
+		t.stats.StrayCQEs++
+		return
+	}
+	if wc.Status != verbs.WCSuccess {
+		e.fail(fmt.Errorf("byteexpress: receive completion on QP %d: %v", wc.QPN, wc.Status))
+		return
+	}
+	if idx >= e.rqDepth || uint64(idx) != (e.rqNext+uint64(e.consumed))%uint64(e.rqDepth) {
+		e.fail(fmt.Errorf("byteexpress: receive completion %d out of order on QP %d", idx, wc.QPN))
+		return
+	}
+	size := t.cfg.RecvBufSize
+	e.onRecv(wc, e.recvBytes[idx*size:idx*size+min(int(wc.ByteLen), size)])
+}
+
+// repostSRQ re-posts consumed SRQ buffers with one post call.
+func (t *IOThread) repostSRQ() {
+	r := t.srqReturn
+	for j, i := range r {
+		if j+1 < len(r) {
+			t.srqWRs[i].Next = &t.srqWRs[r[j+1]]
+		} else {
+			t.srqWRs[i].Next = nil
+		}
+	}
+	t.ops.PostRecvs++
+	t.ops.RecvWRs += len(r)
+	_, _ = t.srq.PostRecv(&t.srqWRs[r[0]])
+	t.srqReturn = r[:0]
+}
+
+func (t *IOThread) fireTimers() {
+	for len(t.timers) > 0 && t.timers[0].timerAt <= t.now {
+		t.timers[0].onTimer()
+	}
+}
+
+func (t *IOThread) runDirty() {
+	for i := 0; i < len(t.dirty); i++ {
+		e := t.dirty[i]
+		e.dirty = false
+		if e.state == engUp {
+			e.fill()
+		}
+	}
+	clear(t.dirty)
+	t.dirty = t.dirty[:0]
+}
+
+// ---- helpers ----
+
+func (t *IOThread) emit(ev Event) { t.events = append(t.events, ev) }
+
+func (t *IOThread) deliver(s *Socket, buf Buffer, n int) {
+	t.ops.Messages++
+	t.emit(Event{Kind: EvMessage, Socket: s, Remote: s.eng.remote, Buf: buf, Len: n})
+}
+
+func (t *IOThread) allocate(n int) (Buffer, error) {
+	t.ops.Allocs++
+	return t.alloc.Allocate(n)
+}
+
+func (t *IOThread) dealloc(b Buffer) {
+	if b.IsZero() {
+		return
+	}
+	t.ops.Frees++
+	if err := t.alloc.Deallocate(b); err != nil {
+		t.stats.FreeErrors++
+	}
+}
+
+func (t *IOThread) newMsg() *outMsg {
+	m := t.msgFree
+	if m == nil {
+		return &outMsg{}
+	}
+	t.msgFree = m.next
+	m.next = nil
+	return m
+}
+
+func (t *IOThread) freeMsg(m *outMsg) {
+	*m = outMsg{next: t.msgFree}
+	t.msgFree = m
+}
+
+// fragSize is the effective fragment size S: FragSize, capped by Cwnd.
+func (t *IOThread) fragSize() int {
+	if t.cfg.Cwnd > 0 {
+		return min(t.cfg.FragSize, t.cfg.Cwnd)
+	}
+	return t.cfg.FragSize
+}
+
+// Stats returns the thread's cumulative counters (call between Polls).
+func (t *IOThread) Stats() Stats {
+	s := t.stats
+	s.Engines = len(t.engines)
+	return s
+}
+
+// EngineInfo describes one engine, for tests and reports.
+type EngineInfo struct {
+	ID            uint64
+	Remote        Addr
+	QPN           uint32
+	State         string
+	Credits       int // -1 when the peer uses an SRQ (no credits)
+	InflightBytes int
+	InFlightWRs   int
+	PendingWRs    int
+	Sockets       int
+}
+
+// Engines describes the thread's engines (call between Polls).
+func (t *IOThread) Engines() []EngineInfo {
+	out := make([]EngineInfo, 0, len(t.engines))
+	for _, e := range t.engines {
+		c := e.credits
+		if !e.creditsOn {
+			c = -1
+		}
+		out = append(out, EngineInfo{ID: e.id, Remote: e.remote, QPN: e.qpn, State: e.state.String(),
+			Credits: c, InflightBytes: e.inflightBytes, InFlightWRs: int(e.pend - e.head),
+			PendingWRs: int(e.tail - e.pend), Sockets: len(e.mine) + len(e.theirs)})
+	}
+	return out
+}
+
+// CheckInvariants verifies the engine invariants the paper's mechanisms
+// promise (call between Polls): credits never negative nor above the
+// initial count, bytes in flight within Cwnd, ring occupancy within the SQ
+// depth and the ring's byte accounting consistent.
+func (t *IOThread) CheckInvariants() error {
+	for _, e := range t.engines {
+		if e.state != engUp {
+			continue
+		}
+		if e.creditsOn && (e.credits < 0 || e.credits > e.initCredits) {
+			return fmt.Errorf("engine %d to %s: credits %d outside [0,%d]", e.id, e.remote, e.credits, e.initCredits)
+		}
+		if e.head > e.pend || e.pend > e.tail || e.tail-e.head > e.depth {
+			return fmt.Errorf("engine %d: ring head %d pend %d tail %d depth %d", e.id, e.head, e.pend, e.tail, e.depth)
+		}
+		if e.cwnd > 0 && e.inflightBytes+e.pendingBytes > e.cwnd {
+			return fmt.Errorf("engine %d: %d bytes in flight + %d pending exceed Cwnd %d", e.id, e.inflightBytes, e.pendingBytes, e.cwnd)
+		}
+		var inflight, pending int
+		for i := e.head; i < e.tail; i++ {
+			b := e.slots[i%e.depth].bytes
+			if i < e.pend {
+				inflight += b
+			} else {
+				pending += b
+			}
+		}
+		if inflight != e.inflightBytes || pending != e.pendingBytes {
+			return fmt.Errorf("engine %d: ring holds %d/%d bytes, accounted %d/%d", e.id, inflight, pending, e.inflightBytes, e.pendingBytes)
+		}
+		if e.rqDepth > 0 && e.consumed >= e.rqDepth/2 {
+			return fmt.Errorf("engine %d: %d receives consumed but not re-posted", e.id, e.consumed)
+		}
+		if e.nactive < 0 || (e.nactive == 0) != (e.rr == nil) {
+			return fmt.Errorf("engine %d: round-robin ring of %d sockets, cursor %v", e.id, e.nactive, e.rr != nil)
+		}
+	}
+	return nil
+}
+
+// shutdown destroys everything the thread owns. Buffers the core holds go
+// back to the allocator, including unsent messages and exposed buffers.
+func (t *IOThread) shutdown() {
+	t.mu.Lock()
+	t.closed = true
+	cmds := t.inbox
+	t.inbox = nil
+	t.mu.Unlock()
+	for i := range cmds {
+		c := &cmds[i]
+		switch c.kind {
+		case cmdSend, cmdSendTo:
+			t.dealloc(c.buf)
+		case cmdCreatePassive:
+			c.e.state = engFailed
+			c.reply(ConnInfo{}, ErrClosed)
+		case cmdCreate:
+			c.e.state = engFailed
+		}
+	}
+	for len(t.engines) > 0 {
+		t.engines[len(t.engines)-1].teardown(ErrClosed, true)
+	}
+	if t.srq != nil {
+		_ = t.srq.Destroy()
+		t.srq = nil
+		t.dealloc(t.srqMem)
+		t.srqMem, t.srqBytes = Buffer{}, nil
+	}
+	if c, ok := t.alloc.(interface{ Close() error }); ok && t.alloc != t.ep.p.Allocator {
+		_ = c.Close()
+	}
+	if t.cq != nil {
+		_ = t.cq.Destroy()
+		t.cq = nil
+	}
+	if t.td != nil {
+		_ = t.td.Dealloc()
+		t.td = nil
+	}
+}
+
+// ---- timer heap over engines ----
+
+type timerHeap []*engine
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].timerAt < h[j].timerAt }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
+}
+func (h *timerHeap) Push(x any) {
+	e := x.(*engine)
+	e.heapIdx = len(*h)
+	*h = append(*h, e)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	e.heapIdx = -1
+	return e
+}
+
+// update places e according to e.timerAt (Never: off the heap).
+func (h *timerHeap) update(e *engine) {
+	switch {
+	case e.timerAt == Never && e.heapIdx >= 0:
+		heap.Remove(h, e.heapIdx)
+	case e.timerAt == Never:
+	case e.heapIdx >= 0:
+		heap.Fix(h, e.heapIdx)
+	default:
+		heap.Push(h, e)
+	}
+}
+
+func (h *timerHeap) remove(e *engine) {
+	if e.heapIdx >= 0 {
+		heap.Remove(h, e.heapIdx)
+	}
+}
