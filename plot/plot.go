@@ -1,0 +1,628 @@
+// Package plot draws besim results (report.Result) with gonum/plot: line
+// plots of a sweep or search (a metric against a swept key, one line per
+// value of the other keys), time series (queue depth, bandwidth, pause
+// over time), CDFs (from metrics histogram tables or the values of a
+// series) and bar charts of a table column, as PNG or SVG.
+//
+// Output is deterministic: the same result and options give the same SVG
+// bytes (colours, dashes and legend order come from the data's order,
+// never from a map). PNG is rasterised with gonum's embedded Liberation
+// fonts and is stable too, but only SVG is promised byte-identical.
+package plot
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/besim/besim/metrics"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+)
+
+// Default size of a figure.
+const (
+	DefaultWidth  = 16 * vg.Centimeter
+	DefaultHeight = 10 * vg.Centimeter
+)
+
+// Formats Encode accepts.
+var Formats = []string{"png", "svg"}
+
+// Encode writes p in format ("png" or "svg") at the given size (0: the
+// default).
+func Encode(p *gplot.Plot, w io.Writer, format string, width, height vg.Length) error {
+	format = strings.ToLower(strings.TrimPrefix(format, "."))
+	if !slices.Contains(Formats, format) {
+		return fmt.Errorf("plot: format %q not supported (use %s)", format, strings.Join(Formats, " or "))
+	}
+	if width <= 0 {
+		width = DefaultWidth
+	}
+	if height <= 0 {
+		height = DefaultHeight
+	}
+	wt, err := p.WriterTo(width, height, format)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	_, err = wt.WriteTo(w)
+	return err
+}
+
+// Save writes p to file, the format given by its extension (.png, .svg).
+func Save(p *gplot.Plot, file string, width, height vg.Length) error {
+	format := strings.TrimPrefix(filepath.Ext(file), ".")
+	if !slices.Contains(Formats, strings.ToLower(format)) {
+		return fmt.Errorf("plot: %s: unknown format %q (name the file .png or .svg)", file, format)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := Encode(p, f, format, width, height); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func newPlot(title, x, y string) *gplot.Plot {
+	p := gplot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Y.Tick.Marker = numTicks{}
+	p.X.Tick.Marker = numTicks{}
+	return p
+}
+
+// style gives line i a colour, dash pattern and glyph from fixed palettes.
+func style(l *plotter.Line, s *plotter.Scatter, i int) {
+	c := plotutil.Color(i)
+	if l != nil {
+		l.Color = c
+		l.Width = vg.Points(1.5)
+		l.Dashes = plotutil.Dashes(i / len(plotutil.SoftColors))
+	}
+	if s != nil {
+		s.Color = c
+		s.Shape = plotutil.Shape(i)
+		s.Radius = vg.Points(2.5)
+	}
+}
+
+func label(name, unit string) string {
+	if unit == "" {
+		return name
+	}
+	return name + " (" + unit + ")"
+}
+
+// ---- sweeps ----------------------------------------------------------------
+
+// pair is one k=v of a sweep point key.
+type pair struct{ k, v string }
+
+// splitKey parses "k1=v1,k2=v2" as sweep writes it; a comma inside a value
+// (a bracketed list) stays in the value.
+func splitKey(key string) []pair {
+	var out []pair
+	depth := 0
+	start := 0
+	var parts []string
+	for i, r := range key {
+		switch r {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, key[start:i])
+				start = i + 1
+			}
+		}
+	}
+	parts = append(parts, key[start:])
+	for _, p := range parts {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok && len(out) > 0 { // a value with a comma
+			out[len(out)-1].v += "," + p
+			continue
+		}
+		out = append(out, pair{k, v})
+	}
+	return out
+}
+
+// numeric reads a swept value as a number: plain numbers, and the
+// scenario units (sizes in bytes, rates in bits/s, durations in seconds).
+func numeric(v string) (float64, bool) {
+	if x, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(x) && !math.IsInf(x, 0) {
+		return x, true
+	}
+	if s, err := scenarios.ParseSize(v); err == nil {
+		return float64(s), true
+	}
+	if r, err := scenarios.ParseRate(v); err == nil {
+		return float64(r), true
+	}
+	if d, err := scenarios.ParseDuration(v); err == nil {
+		return d.Time().Seconds(), true
+	}
+	return 0, false
+}
+
+// sweepTable is the table a sweep or search result plots.
+func sweepTable(r *report.Result) (*report.Table, error) {
+	for _, name := range []string{"sweep", "search"} {
+		if t, ok := r.Table(name); ok {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("plot: %s has no sweep or search table (is it a besim sweep result?)", r.Scenario)
+}
+
+// column finds a column by exact name, else by a unique prefix or a
+// unique substring (so "pfc/frames_tx" finds "at largest (pfc/frames_tx)"
+// only when nothing else matches).
+func column(t *report.Table, name string) (int, error) {
+	var names []string
+	for i, c := range t.Columns {
+		if c.Name == name {
+			return i, nil
+		}
+		names = append(names, c.Name)
+	}
+	for _, match := range []func(string) bool{
+		func(c string) bool { return strings.HasPrefix(c, name) },
+		func(c string) bool { return strings.Contains(c, name) },
+	} {
+		found := -1
+		for i, c := range t.Columns {
+			if match(c.Name) {
+				if found >= 0 {
+					return 0, fmt.Errorf("plot: %q matches several columns of table %s (%s, %s)", name, t.Name, t.Columns[found].Name, c.Name)
+				}
+				found = i
+			}
+		}
+		if found >= 0 {
+			return found, nil
+		}
+	}
+	return 0, fmt.Errorf("plot: table %s has no column %q (columns: %s)", t.Name, name, strings.Join(names, ", "))
+}
+
+// Sweep plots column y of a sweep or search table against the swept key
+// x, one line per combination of the other keys' values (legend in point
+// order). x may be empty when the points have one key. Values written
+// with units (1MiB, 25Gbps, 10us) are placed by their magnitude and
+// labelled as written, on a log scale when they grow geometrically (each
+// at least 1.5 times the one before, as buffer and window sweeps in powers
+// of two do); values that are
+// not numbers are spaced evenly. Missing values ("-") leave gaps.
+func Sweep(r *report.Result, x, y string) (*gplot.Plot, error) {
+	t, err := sweepTable(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Rows) == 0 {
+		return nil, fmt.Errorf("plot: table %s has no rows", t.Name)
+	}
+	if y == "" {
+		if len(t.Columns) != 1 && t.Name != "search" {
+			return nil, fmt.Errorf("plot: say which column to plot with --y (columns: %s)", colNames(t))
+		}
+	}
+	yi := 0
+	if y != "" {
+		if yi, err = column(t, y); err != nil {
+			return nil, err
+		}
+	}
+	first := splitKey(t.Rows[0].Key)
+	if x == "" {
+		if len(first) != 1 {
+			return nil, fmt.Errorf("plot: say which swept key goes on the x axis with --x (keys: %s)", keyNames(first))
+		}
+		x = first[0].k
+	}
+	type pt struct {
+		xs  string
+		x   float64
+		y   float64
+		ok  bool
+		row int
+	}
+	type group struct {
+		name string
+		pts  []pt
+	}
+	var groups []*group
+	var xsSeen []string
+	allNumeric := true
+	for ri, row := range t.Rows {
+		pairs := splitKey(row.Key)
+		xv, found := "", false
+		var rest []string
+		for _, p := range pairs {
+			if p.k == x {
+				xv, found = p.v, true
+			} else {
+				rest = append(rest, p.k+"="+p.v)
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("plot: point %q has no key %s (keys: %s)", row.Key, x, keyNames(pairs))
+		}
+		name := strings.Join(rest, ",")
+		var g *group
+		for _, h := range groups {
+			if h.name == name {
+				g = h
+			}
+		}
+		if g == nil {
+			g = &group{name: name}
+			groups = append(groups, g)
+		}
+		xf, ok := numeric(xv)
+		allNumeric = allNumeric && ok
+		if !slices.Contains(xsSeen, xv) {
+			xsSeen = append(xsSeen, xv)
+		}
+		yv := row.Values[yi]
+		g.pts = append(g.pts, pt{xs: xv, x: xf, y: yv, ok: !(yv == -1 || math.IsNaN(yv) || math.IsInf(yv, 0)), row: ri})
+	}
+	var ticks []gplot.Tick
+	for i, xs := range xsSeen {
+		v := float64(i)
+		if allNumeric {
+			v, _ = numeric(xs)
+		}
+		ticks = append(ticks, gplot.Tick{Value: v, Label: xs})
+	}
+	slices.SortStableFunc(ticks, func(a, b gplot.Tick) int { return cmpF(a.Value, b.Value) })
+	ylab := label(t.Columns[yi].Name, t.Columns[yi].Unit)
+	p := newPlot(t.Title, x, ylab)
+	if allNumeric && geometric(ticks) {
+		p.X.Scale = gplot.LogScale{}
+		p.X.Label.Text += " (log scale)"
+		if len(ticks) > 12 {
+			p.X.Tick.Marker = gplot.LogTicks{Prec: -1}
+		}
+	}
+	if len(ticks) <= 12 {
+		p.X.Tick.Marker = gplot.ConstantTicks(ticks)
+	}
+	var lines []plotter.XYs
+	var entries []string
+	for gi, g := range groups {
+		var xys plotter.XYs
+		for _, q := range g.pts {
+			if !q.ok {
+				continue
+			}
+			xv := q.x
+			if !allNumeric {
+				xv = float64(slices.Index(xsSeen, q.xs))
+			}
+			xys = append(xys, plotter.XY{X: xv, Y: q.y})
+		}
+		slices.SortStableFunc(xys, func(a, b plotter.XY) int { return cmpF(a.X, b.X) })
+		if len(xys) == 0 {
+			continue
+		}
+		l, s, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		style(l, s, gi)
+		p.Add(l, s)
+		lines = append(lines, xys)
+		if g.name != "" {
+			p.Legend.Add(g.name, l, s)
+			entries = append(entries, g.name)
+		}
+	}
+	placeLegend(p, lines, entries)
+	return p, nil
+}
+
+// geometric reports whether sorted positive tick values grow by a factor
+// of at least 1.5 at every step (and 4 overall).
+func geometric(t []gplot.Tick) bool {
+	if len(t) < 3 || t[0].Value <= 0 || t[len(t)-1].Value < 4*t[0].Value {
+		return false
+	}
+	for i := 1; i < len(t); i++ {
+		if t[i].Value < 1.5*t[i-1].Value {
+			return false
+		}
+	}
+	return true
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func colNames(t *report.Table) string {
+	var s []string
+	for _, c := range t.Columns {
+		s = append(s, c.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func keyNames(ps []pair) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ---- time series -----------------------------------------------------------
+
+// matchSeries returns the series whose names match any pattern: an exact
+// name, a path.Match pattern, or a substring. No patterns: all series.
+func matchSeries(r *report.Result, patterns []string) ([]report.Series, error) {
+	if len(patterns) == 0 {
+		if len(r.Series) == 0 {
+			return nil, fmt.Errorf("plot: the result has no time series")
+		}
+		return r.Series, nil
+	}
+	var out []report.Series
+	seen := map[string]bool{}
+	for _, pat := range patterns {
+		n := 0
+		for _, s := range r.Series {
+			ok, _ := path.Match(pat, s.Name)
+			if (s.Name == pat || ok || strings.Contains(s.Name, pat)) && !seen[s.Name] {
+				seen[s.Name] = true
+				out = append(out, s)
+				n++
+			}
+		}
+		if n == 0 {
+			var names []string
+			for _, s := range r.Series {
+				names = append(names, s.Name)
+			}
+			return nil, fmt.Errorf("plot: no series matches %q (series: %s)", pat, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+// timeScale picks s, ms, us or ns for times up to tmax seconds.
+func timeScale(tmax float64) (float64, string) {
+	switch {
+	case tmax >= 10:
+		return 1, "s"
+	case tmax >= 10e-3:
+		return 1e3, "ms"
+	case tmax >= 10e-6:
+		return 1e6, "us"
+	}
+	return 1e9, "ns"
+}
+
+// Series plots time series (queue depth, bandwidth, pause over time)
+// selected by name or pattern (all when none), one line each, the time
+// axis in s, ms, us or ns as fits.
+func Series(r *report.Result, patterns []string) (*gplot.Plot, error) {
+	ss, err := matchSeries(r, patterns)
+	if err != nil {
+		return nil, err
+	}
+	tmax := 0.0
+	units := map[string]bool{}
+	var unitList []string
+	for _, s := range ss {
+		if len(s.T) != len(s.V) {
+			return nil, fmt.Errorf("plot: series %s has %d times and %d values", s.Name, len(s.T), len(s.V))
+		}
+		for _, t := range s.T {
+			tmax = max(tmax, t)
+		}
+		if !units[s.Unit] {
+			units[s.Unit] = true
+			unitList = append(unitList, s.Unit)
+		}
+	}
+	scale, tu := timeScale(tmax)
+	ylab := "value"
+	if len(unitList) == 1 && unitList[0] != "" {
+		ylab = unitList[0]
+	} else if len(unitList) > 1 {
+		ylab = strings.Join(unitList, ", ")
+	}
+	title := r.Scenario
+	if len(ss) == 1 {
+		title += ": " + ss[0].Name
+	}
+	p := newPlot(title, "time ("+tu+")", ylab)
+	var lines []plotter.XYs
+	var entries []string
+	for i, s := range ss {
+		xys := make(plotter.XYs, len(s.T))
+		for j := range s.T {
+			xys[j] = plotter.XY{X: s.T[j] * scale, Y: s.V[j]}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("plot: series %s: %w", s.Name, err)
+		}
+		style(l, nil, i)
+		p.Add(l)
+		lines = append(lines, xys)
+		if len(ss) > 1 {
+			p.Legend.Add(s.Name, l)
+			entries = append(entries, s.Name)
+		}
+	}
+	placeLegend(p, lines, entries)
+	return p, nil
+}
+
+// ---- CDFs ------------------------------------------------------------------
+
+// CDF plots cumulative distributions. Each name is a histogram table
+// (metrics.Histogram.Table, with or without its "hist/" prefix) or a
+// series, whose values are taken as samples. No names: every histogram
+// table of the result.
+func CDF(r *report.Result, names []string) (*gplot.Plot, error) {
+	if len(names) == 0 {
+		for _, t := range r.Tables {
+			if strings.HasPrefix(t.Name, metrics.TablePrefix) {
+				names = append(names, t.Name)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("plot: the result has no histogram tables (%s...); name a series to plot the CDF of its values", metrics.TablePrefix)
+		}
+	}
+	p := newPlot(r.Scenario+": CDF", "value", "fraction of samples")
+	var units []string
+	var lines []plotter.XYs
+	var entries []string
+	for i, name := range names {
+		xys, unit, err := cdfPoints(r, name)
+		if err != nil {
+			return nil, err
+		}
+		if unit != "" && !slices.Contains(units, unit) {
+			units = append(units, unit)
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("plot: %s: %w", name, err)
+		}
+		l.StepStyle = plotter.PostStep
+		style(l, nil, i)
+		p.Add(l)
+		lines = append(lines, xys)
+		entries = append(entries, strings.TrimPrefix(name, metrics.TablePrefix))
+		p.Legend.Add(entries[len(entries)-1], l)
+	}
+	if len(units) > 0 {
+		p.X.Label.Text = strings.Join(units, ", ")
+	}
+	p.Y.Min, p.Y.Max = 0, 1
+	placeLegend(p, lines, entries)
+	return p, nil
+}
+
+func cdfPoints(r *report.Result, name string) (plotter.XYs, string, error) {
+	for _, tn := range []string{name, metrics.TablePrefix + name} {
+		t, ok := r.Table(tn)
+		if !ok {
+			continue
+		}
+		hi, err1 := column(t, "hi")
+		cdf, err2 := column(t, "cdf")
+		if err1 != nil || err2 != nil {
+			return nil, "", fmt.Errorf("plot: table %s is not a histogram (needs hi and cdf columns)", tn)
+		}
+		if len(t.Rows) == 0 {
+			return nil, "", fmt.Errorf("plot: histogram %s is empty", tn)
+		}
+		xys := plotter.XYs{{X: t.Rows[0].Values[hi], Y: 0}}
+		for _, row := range t.Rows {
+			xys = append(xys, plotter.XY{X: row.Values[hi], Y: row.Values[cdf]})
+		}
+		return xys, t.Columns[hi].Unit, nil
+	}
+	for _, s := range r.Series {
+		if s.Name != name {
+			continue
+		}
+		if len(s.V) == 0 {
+			return nil, "", fmt.Errorf("plot: series %s is empty", name)
+		}
+		v := slices.Clone(s.V)
+		slices.Sort(v)
+		xys := plotter.XYs{{X: v[0], Y: 0}}
+		for i, x := range v {
+			xys = append(xys, plotter.XY{X: x, Y: float64(i+1) / float64(len(v))})
+		}
+		return xys, s.Unit, nil
+	}
+	return nil, "", fmt.Errorf("plot: no histogram table or series named %q", name)
+}
+
+// ---- bars ------------------------------------------------------------------
+
+// Bars draws one bar per row of a table column (flows:goodput,
+// ports:pause tx, sweep:pfc/frames_tx).
+func Bars(r *report.Result, table, col string) (*gplot.Plot, error) {
+	t, ok := r.Table(table)
+	if !ok {
+		var names []string
+		for _, t := range r.Tables {
+			names = append(names, t.Name)
+		}
+		return nil, fmt.Errorf("plot: no table %q (tables: %s)", table, strings.Join(names, ", "))
+	}
+	ci, err := column(t, col)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Rows) == 0 {
+		return nil, fmt.Errorf("plot: table %s has no rows", table)
+	}
+	vals := make(plotter.Values, len(t.Rows))
+	names := make([]string, len(t.Rows))
+	for i, row := range t.Rows {
+		v := row.Values[ci]
+		if v == -1 || math.IsNaN(v) || math.IsInf(v, 0) {
+			v = 0
+		}
+		vals[i] = v
+		names[i] = row.Key
+	}
+	p := newPlot(t.Title, t.KeyName, label(t.Columns[ci].Name, t.Columns[ci].Unit))
+	w := vg.Points(max(2, min(20, 300/float64(len(vals)))))
+	b, err := plotter.NewBarChart(vals, w)
+	if err != nil {
+		return nil, fmt.Errorf("plot: %w", err)
+	}
+	b.Color = plotutil.Color(0)
+	b.LineStyle.Width = 0
+	p.Add(b)
+	p.NominalX(names...)
+	if len(names) > 6 {
+		p.X.Tick.Label.Rotation = math.Pi / 4
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YCenter
+	}
+	return p, nil
+}

@@ -1,0 +1,437 @@
+package sweep
+
+import (
+	"fmt"
+	"math"
+	"path"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/besim/besim/experiment"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+)
+
+// Options control how a sweep or search runs. None of them changes what a
+// point computes, so any Jobs gives the same bytes.
+type Options struct {
+	// Jobs is how many simulations run at once (one per goroutine; each is
+	// single-threaded). <= 0 means GOMAXPROCS.
+	Jobs int
+	// Shard restricts the run to some points; the result is a partial file
+	// for Merge.
+	Shard Shard
+	// Metrics selects the columns of the sweep table: metric names or
+	// path.Match patterns ("flow/*/goodput"). Empty: every metric of the
+	// sweep's first point, in its order.
+	Metrics []string
+	// Keep adds every point's own tables, series and notes to the result,
+	// named "[POINT] NAME".
+	Keep bool
+	// Progress, if set, is called after each point, never concurrently.
+	Progress func(Progress)
+}
+
+// Progress is reported after each finished point.
+type Progress struct {
+	Done, Total int     // points
+	Simulations int     // simulations run so far (a search runs several per point)
+	Elapsed     float64 // wall seconds since the start
+}
+
+// Stats are facts about the machine's work, kept out of the result so that
+// files stay byte-identical.
+type Stats struct {
+	Simulations int     // including any run only to learn the metric names
+	Events      uint64  // kernel events over all simulations
+	SimSeconds  float64 // wall seconds inside simulations, summed over workers
+	Wall        float64 // wall seconds of the whole run
+	Jobs        int
+}
+
+func (st *Stats) add(t report.Timing) {
+	st.Simulations++
+	st.Events += t.Events
+	st.SimSeconds += t.WallSeconds
+}
+
+// Simulate builds and runs one scenario. The result has no Timing (it is
+// returned apart); a panic inside the models becomes an error.
+func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("simulation of %s failed: %v", s.Name, r)
+		}
+	}()
+	x, err := experiment.Build(s)
+	if err != nil {
+		return nil, t, err
+	}
+	r := x.Run()
+	if r.Timing != nil {
+		t = *r.Timing
+	}
+	r.Timing = nil
+	return r, t, nil
+}
+
+// pointErr names the point of an error that does not name its overrides
+// already (the base point has none).
+func pointErr(p Point, err error) error {
+	if len(p.Set) == 0 {
+		return fmt.Errorf("point %s: %w", p.Key(), err)
+	}
+	return err
+}
+
+// forEach runs f(0..n-1) on jobs goroutines. Indices are handed out in
+// order and handing out stops at the first failure, so the error returned
+// (that of the lowest failing index) does not depend on scheduling. done is
+// called with the index after each success, serialized.
+func forEach(n, jobs int, f func(i int) error, done func(i int)) error {
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	jobs = max(1, min(jobs, n))
+	errs := make([]error, n)
+	var mu sync.Mutex
+	next, failed := 0, false
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if failed || next >= n {
+					mu.Unlock()
+					return
+				}
+				i := next
+				next++
+				mu.Unlock()
+				err := f(i)
+				mu.Lock()
+				if err != nil {
+					errs[i] = err
+					failed = true
+				} else if done != nil {
+					done(i)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *Options) jobs() int {
+	if o.Jobs <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return o.Jobs
+}
+
+// outcome is what one point contributes to a result file.
+type outcome struct {
+	key    string
+	values []float64
+	sims   int
+	tables []report.Table
+	series []report.Series
+	notes  []string
+}
+
+// meta is what a sweep file says besides its points.
+type meta struct {
+	tool     string
+	scenario string
+	seed     uint64
+	duration string
+	table    report.Table // name, title, key name, columns; no rows
+	notes    []string     // general notes, before the points' own
+	points   int          // in the whole sweep
+}
+
+func newMeta(b *Base) meta {
+	s := b.Scenario
+	return meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String()}
+}
+
+// Result metric names of a sweep file.
+const (
+	MetricPoints      = "sweep/points"      // points of the whole sweep
+	MetricSimulations = "sweep/simulations" // simulations behind this file's rows
+	MetricShard       = "sweep/shard"       // partial files only: i of --shard i/n
+	MetricShards      = "sweep/shards"      // partial files only: n
+)
+
+// assemble writes a result file from outcomes in point order. A full run
+// and Merge both end here, which is what makes them byte-identical.
+func assemble(m meta, shard Shard, outs []outcome, sims int) *report.Result {
+	r := &report.Result{Tool: m.tool, Scenario: m.scenario, Seed: m.seed, Duration: m.duration}
+	t := m.table
+	t.Rows = nil
+	for _, o := range outs {
+		t.AddRow(o.key, o.values...)
+	}
+	r.Add(MetricPoints, float64(m.points), "")
+	r.Add(MetricSimulations, float64(sims), "")
+	if !shard.Whole() {
+		r.Add(MetricShard, float64(shard.I), "")
+		r.Add(MetricShards, float64(shard.N), "")
+	}
+	r.Tables = append(r.Tables, t)
+	r.Notes = append(r.Notes, m.notes...)
+	if !shard.Whole() {
+		r.Notes = append(r.Notes, shardNote(shard, m.points))
+	}
+	for _, o := range outs {
+		r.Tables = append(r.Tables, o.tables...)
+		r.Series = append(r.Series, o.series...)
+		r.Notes = append(r.Notes, o.notes...)
+	}
+	return r
+}
+
+func shardNote(s Shard, points int) string {
+	n := 0
+	for i := s.I; i < points; i += s.N {
+		n++
+	}
+	return fmt.Sprintf("shard %s: this file holds points %d, %d, ... (%d of %d); combine all %d shards with besim merge", s, s.I, s.I+s.N, n, points, s.N)
+}
+
+// keep prefixes a point's own tables, series and notes with "[KEY] ".
+func keep(o *outcome, label string, r *report.Result) {
+	p := "[" + o.key + "] " + label
+	for _, t := range r.Tables {
+		t.Name = p + t.Name
+		t.Title = p + t.Title
+		o.tables = append(o.tables, t)
+	}
+	for _, s := range r.Series {
+		s.Name = p + s.Name
+		o.series = append(o.series, s)
+	}
+	for _, n := range r.Notes {
+		o.notes = append(o.notes, p+n)
+	}
+}
+
+// selectColumns expands the metric patterns against a result.
+func selectColumns(patterns []string, r *report.Result) ([]report.Column, error) {
+	var cols []report.Column
+	if len(patterns) == 0 {
+		for _, m := range r.Metrics {
+			cols = append(cols, report.Column{Name: m.Name, Unit: m.Unit})
+		}
+		return cols, nil
+	}
+	seen := map[string]bool{}
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("--metrics %s: bad pattern: %v", p, err)
+		}
+		found := false
+		for _, m := range r.Metrics {
+			if ok, _ := path.Match(p, m.Name); ok {
+				found = true
+				if !seen[m.Name] {
+					seen[m.Name] = true
+					cols = append(cols, report.Column{Name: m.Name, Unit: m.Unit})
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("--metrics %s: no such metric in the results (have: %s)", p, metricNames(r))
+		}
+	}
+	return cols, nil
+}
+
+// literal reports whether no pattern has path.Match meta characters.
+func literal(patterns []string) bool {
+	if len(patterns) == 0 {
+		return false
+	}
+	for _, p := range patterns {
+		if strings.ContainsAny(p, `*?[\\`) {
+			return false
+		}
+	}
+	return true
+}
+
+// literalColumns are named metrics, with the unit of the first result
+// that has each.
+func literalColumns(names []string, rs []*report.Result) ([]report.Column, error) {
+	var cols []report.Column
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		found := false
+		for _, r := range rs {
+			if m, ok := r.Metric(n); ok {
+				cols = append(cols, report.Column{Name: n, Unit: m.Unit})
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("--metrics %s: no such metric in the results (have: %s)", n, metricNames(rs[0]))
+		}
+	}
+	return cols, nil
+}
+
+func metricNames(r *report.Result) string {
+	var s []string
+	for _, m := range r.Metrics {
+		s = append(s, m.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func row(cols []report.Column, r *report.Result) []float64 {
+	v := make([]float64, len(cols))
+	for i, c := range cols {
+		v[i] = math.NaN() // written as -1, shown as "-"
+		if m, ok := r.Metric(c.Name); ok {
+			v[i] = m.Value
+		}
+	}
+	return v
+}
+
+func describeAxes(axes []Axis) string {
+	if len(axes) == 0 {
+		return "the scenario as written"
+	}
+	var s []string
+	for _, a := range axes {
+		s = append(s, fmt.Sprintf("%s (%d values)", a.Key, len(a.Values)))
+	}
+	return strings.Join(s, " x ")
+}
+
+// progress tracks and reports finished points.
+type progress struct {
+	opt   *Options
+	total int
+	done  int
+	sims  int
+	start time.Time
+}
+
+func (p *progress) point(sims int) {
+	p.done++
+	p.sims += sims
+	if p.opt.Progress != nil {
+		p.opt.Progress(Progress{Done: p.done, Total: p.total, Simulations: p.sims, Elapsed: time.Since(p.start).Seconds()})
+	}
+}
+
+// Run runs a sweep: every point of the cross product of axes (or the
+// shard's share) applied to the base scenario. The result has a table
+// "sweep", one row per point keyed "k1=v1,k2=v2", with the selected
+// metrics as columns, and the metrics sweep/points and sweep/simulations;
+// a partial (sharded) result also has sweep/shard and sweep/shards.
+func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
+	start := time.Now()
+	st := Stats{Jobs: opt.jobs()}
+	all, err := Points(axes)
+	if err != nil {
+		return nil, st, err
+	}
+	var pts []Point
+	for _, p := range all {
+		if opt.Shard.Has(p.Index) {
+			pts = append(pts, p)
+		}
+	}
+	// Load every point before simulating any, so a bad value fails fast.
+	scs := make([]*loaded, len(pts))
+	if err := forEach(len(pts), opt.Jobs, func(i int) error {
+		l, err := b.load(pts[i].Set)
+		scs[i] = l
+		return err
+	}, nil); err != nil {
+		return nil, st, err
+	}
+
+	m := newMeta(b)
+	m.points = len(all)
+	m.table = report.Table{Name: "sweep", Title: fmt.Sprintf("Sweep of %s over %s", m.scenario, describeAxes(axes)), KeyName: "point"}
+	m.notes = []string{fmt.Sprintf("sweep of %s: %d points over %s, each simulated for %s with seed %d unless set", m.scenario, len(all), describeAxes(axes), m.duration, m.seed)}
+
+	var mu sync.Mutex
+	var cols []report.Column
+	colsReady := false
+	if !literal(opt.Metrics) && !opt.Shard.Has(0) {
+		// The columns come from point 0: a shard without it runs it once,
+		// only to learn them (name the metrics literally to avoid this).
+		l, err := b.load(all[0].Set)
+		if err != nil {
+			return nil, st, err
+		}
+		r, t, err := Simulate(l.s)
+		if err != nil {
+			return nil, st, pointErr(all[0], l.explain(err))
+		}
+		st.add(t)
+		if cols, err = selectColumns(opt.Metrics, r); err != nil {
+			return nil, st, err
+		}
+		colsReady = true
+	}
+	results := make([]*report.Result, len(pts))
+	prog := &progress{opt: &opt, total: len(pts), start: start}
+	err = forEach(len(pts), opt.Jobs, func(i int) error {
+		r, t, err := Simulate(scs[i].s)
+		if err != nil {
+			return pointErr(pts[i], scs[i].explain(err))
+		}
+		mu.Lock()
+		st.add(t)
+		mu.Unlock()
+		results[i] = r
+		return nil
+	}, func(int) { prog.point(1) })
+	if err != nil {
+		return nil, st, err
+	}
+	switch {
+	case colsReady:
+	case literal(opt.Metrics) && len(opt.Metrics) > 0:
+		if cols, err = literalColumns(opt.Metrics, results); err != nil {
+			return nil, st, err
+		}
+	default: // this run has point 0, and it comes first
+		if cols, err = selectColumns(opt.Metrics, results[0]); err != nil {
+			return nil, st, err
+		}
+	}
+	m.table.Columns = cols
+	outs := make([]outcome, len(pts))
+	for i, r := range results {
+		o := outcome{key: pts[i].Key(), values: row(cols, r), sims: 1}
+		if opt.Keep {
+			keep(&o, "", r)
+		}
+		outs[i] = o
+	}
+	st.Wall = time.Since(start).Seconds()
+	return assemble(m, opt.Shard, outs, len(outs)), st, nil
+}
