@@ -1,12 +1,19 @@
 // Package experiment assembles a simulation from a validated scenario and
 // reduces what it measured to a report.Result. It is the glue between the
-// scenario schema (package scenarios) and the models (fabric, and later the
-// RNIC, the ByteExpress core and the workloads), so that cmd/besim stays a
-// thin command line.
+// scenario schema (package scenarios) and the models (fabric, the simulated
+// RNIC and DCQCN, and later the ByteExpress core and the workloads), so
+// that cmd/besim stays a thin command line.
+//
+// Three kinds of run: raw flows on the fabric (hosts.nic: raw); rc and ud
+// flows between simulated RNICs on the fabric (hosts.nic: rnic), driven by
+// the small verbs application in apps.go; and benchmarks (perftest,
+// msgrate) that run rnic.PerfTest or rnic.MsgRateTest per point and print
+// the model next to the paper's numbers.
 package experiment
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/besim/besim/fabric"
@@ -18,9 +25,13 @@ import (
 // Sim is an assembled, not yet run, simulation.
 type Sim struct {
 	Scenario *scenarios.Scenario
-	Kernel   *sim.Kernel
-	Net      *fabric.Network
-	flows    []flowRef // scenario flow instance of each fabric flow id
+	Kernel   *sim.Kernel     // nil for a benchmark (each point has its own)
+	Net      *fabric.Network // nil for a benchmark
+	flows    []flowRef       // scenario flow instance of each fabric flow id
+
+	hosts  []*rdmaHost // hosts.nic: rnic, by host index
+	rflows []*rdmaFlow // rc and ud flows, in ExpandFlows order
+	bench  *bench      // benchmark scenarios
 }
 
 type flowRef struct {
@@ -131,6 +142,9 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 
 // Build assembles the simulation of s.
 func Build(s *scenarios.Scenario) (*Sim, error) {
+	if s.Benchmark != nil {
+		return buildBenchmark(s)
+	}
 	cfg, err := FabricConfig(s)
 	if err != nil {
 		return nil, err
@@ -141,6 +155,12 @@ func Build(s *scenarios.Scenario) (*Sim, error) {
 		return nil, s.Errorf("fabric", "%v", err)
 	}
 	x := &Sim{Scenario: s, Kernel: k, Net: net}
+	if s.Hosts.NIC == scenarios.RNICModel {
+		if err := x.buildRNIC(); err != nil {
+			return nil, err
+		}
+		return x, nil
+	}
 	for _, fi := range s.ExpandFlows() {
 		name := fi.Name
 		id, err := net.AddFlow(fabric.Flow{Src: fabric.NodeID(fi.Src), Dst: fabric.NodeID(fi.Dst),
@@ -161,13 +181,45 @@ func Build(s *scenarios.Scenario) (*Sim, error) {
 // byte-identical across runs.
 func (x *Sim) Run() *report.Result {
 	start := time.Now()
-	x.Net.Run(x.Scenario.Duration.Time())
+	var r *report.Result
+	var ev uint64
+	if x.bench != nil {
+		r = x.bench.run(x.Scenario)
+		ev = x.bench.events
+	} else {
+		x.Net.Run(x.Scenario.Duration.Time())
+		r = x.Result()
+		ev = x.Kernel.Events()
+	}
 	wall := time.Since(start).Seconds()
-	r := x.Result()
-	ev := x.Kernel.Events()
 	r.Timing = &report.Timing{WallSeconds: wall, Events: ev}
 	if wall > 0 {
 		r.Timing.EventsPerSecond = float64(ev) / wall
 	}
 	return r
+}
+
+// Explain writes what `besim validate` prints for a valid scenario: a
+// one-line summary and, for a fabric, the derived thresholds, headroom and
+// BDP (fabric.Network.WriteExplain).
+func (x *Sim) Explain(w io.Writer) error {
+	s := x.Scenario
+	if x.bench != nil {
+		_, err := fmt.Fprintf(w, "%s: valid (benchmark %s, %d runs, %s measured after %s warmup each)\n",
+			s.Name, s.Benchmark.Kind, x.bench.runs(s), s.Duration, s.Benchmark.Warmup)
+		return err
+	}
+	fmt.Fprintf(w, "%s: valid (%d hosts, %d flows, %s)\n", s.Name, x.Net.NumHosts(), len(s.ExpandFlows()), s.Duration)
+	if s.Hosts.NIC == scenarios.RNICModel {
+		c := x.hosts[0].nic.Config()
+		cc := "no congestion control"
+		if c.CC == "dcqcn" {
+			d := DCQCNConfig(s, int64(s.Fabric.Links.HostRate))
+			cc = fmt.Sprintf("DCQCN (g %.5g, K %s, T %s, B %d B, F %d, R_AI %s, R_HAI %s, min %s, CNP interval %s)",
+				d.G, sim.Time(d.AlphaTimer), sim.Time(d.RateTimer), d.ByteCounter, d.FastRecoveryStages,
+				scenarios.Rate(d.AdditiveIncrease), scenarios.Rate(d.HyperIncrease), scenarios.Rate(d.MinRate), c.CNPInterval)
+		}
+		fmt.Fprintf(w, "hosts: simulated RNICs (RoCE MTU %d, %s), CNPs on priority %d\n", c.PortMTU, cc, c.CNPPrio)
+	}
+	return x.Net.WriteExplain(w)
 }

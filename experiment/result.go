@@ -14,6 +14,9 @@ const maxSeries = 4 // queue-depth series kept in a result: the deepest queues
 
 // Result reduces the fabric's counters at the current instant.
 func (x *Sim) Result() *report.Result {
+	if x.bench != nil {
+		return x.bench.run(x.Scenario)
+	}
 	rep := x.Net.Report()
 	s := x.Scenario
 	r := &report.Result{Tool: "besim", Scenario: s.Name, Seed: s.Seed, Duration: rep.Time.String()}
@@ -89,7 +92,13 @@ func (x *Sim) Result() *report.Result {
 			hosts.AddRow(h.Name, float64(prx), paused.Seconds()*1e6, float64(tx)/1e3, float64(rx)/1e3)
 		}
 	}
-	r.Tables = append(r.Tables, flows, ports)
+	if len(rep.Flows) > 0 || len(x.rflows) == 0 {
+		r.Tables = append(r.Tables, flows)
+	}
+	if len(x.rflows) > 0 {
+		r.Tables = append(r.Tables, x.qpTable(), x.nicTable())
+	}
+	r.Tables = append(r.Tables, ports)
 	if len(hosts.Rows) > 0 {
 		r.Tables = append(r.Tables, hosts)
 	}
@@ -99,6 +108,10 @@ func (x *Sim) Result() *report.Result {
 	for _, f := range rep.Flows {
 		sent += f.SentBytes
 		delivered += f.DeliveredBytes
+	}
+	for _, f := range x.rflows {
+		sent += f.postedBytes()
+		delivered += int64(f.delivered())
 	}
 	r.Add("flows/sent", float64(sent), "bytes")
 	r.Add("flows/delivered", float64(delivered), "bytes")
@@ -120,8 +133,14 @@ func (x *Sim) Result() *report.Result {
 		}
 		r.Add("flow/"+name+"/goodput", f.Goodput()/1e9, "Gbps")
 	}
+	if len(x.rflows) > 0 {
+		x.rnicMetrics(r, rep)
+	}
 	r.Notes = append(r.Notes, rep.Warnings...)
 	r.Notes = append(r.Notes, x.pfcNote(rep))
+	if len(x.rflows) > 0 {
+		x.rnicNotes(r)
+	}
 	return r
 }
 

@@ -13,7 +13,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 // wantBuiltins are the scenarios the project promises to ship.
-var wantBuiltins = []string{"incast", "incast-lossy", "line-rate", "victim-leafspine"}
+var wantBuiltins = []string{"dcqcn-fairness", "dcqcn-incast", "fig11", "incast", "incast-lossy", "line-rate", "pfc-incast", "table2", "victim-leafspine"}
 
 func TestBuiltinsLoad(t *testing.T) {
 	list := List()
@@ -119,7 +119,7 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load(bad) = %v", err)
 	}
 	_, err = Load("no-such-scenario")
-	want := `scenario "no-such-scenario": no such file, and not an embedded scenario (embedded: incast, incast-lossy, line-rate, victim-leafspine)`
+	want := `scenario "no-such-scenario": no such file, and not an embedded scenario (embedded: dcqcn-fairness, dcqcn-incast, fig11, incast, incast-lossy, line-rate, pfc-incast, table2, victim-leafspine)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load(unknown) = %v\nwant %s", err, want)
 	}
@@ -156,5 +156,29 @@ func TestBuiltinShapes(t *testing.T) {
 	}
 	if lr := load("line-rate"); len(lr.ExpandFlows()) != 1 || !lr.Flows[0].Rate.Line {
 		t.Errorf("line-rate: %+v", lr.Flows)
+	}
+
+	// The RNIC scenarios.
+	di, pi := load("dcqcn-incast"), load("pfc-incast")
+	for _, s := range []*Scenario{di, pi} {
+		fl := s.ExpandFlows()
+		if s.Hosts.NIC != RNICModel || len(fl) != 8 || fl[0].Transport != RC || fl[0].Dst != 8 || !fl[0].Line || !s.Fabric.Priorities[0].Lossless {
+			t.Errorf("%s: %+v %+v", s.Name, s.Hosts, fl)
+		}
+	}
+	if di.RNIC.CC != CCDCQCN || di.DCQCN == nil || pi.RNIC.CC != CCNone || pi.DCQCN != nil {
+		t.Errorf("incast congestion control: %v %v", di.RNIC.CC, pi.RNIC.CC)
+	}
+	df := load("dcqcn-fairness")
+	if fl := df.ExpandFlows(); len(fl) != 2 || fl[0].Dst != fl[1].Dst || df.RNIC.CC != CCDCQCN || df.Outputs.Warmup < df.Duration/2 {
+		t.Errorf("dcqcn-fairness: %+v", fl)
+	}
+	t2 := load("table2")
+	if runs := t2.Benchmark.PerfRuns(); t2.Benchmark.Kind != Perftest || len(runs) != 8 || runs[3].Transport != UD || runs[3].Message != 1024 || runs[0].Message != 64*KiB {
+		t.Errorf("table2: %+v", runs)
+	}
+	f11 := load("fig11")
+	if b := f11.Benchmark; b.Kind != MsgRate || b.Threads != 8 || b.Message != 512 || len(b.ThreadDomains) != 2 || b.QPs[0] != 8 || b.QPs[len(b.QPs)-1] != 512 {
+		t.Errorf("fig11: %+v", b)
 	}
 }

@@ -34,6 +34,85 @@ var (
 	defaultPFCAlpha    = Ratio{1, 8}
 )
 
+// Simulated RNIC defaults: rnic.DefaultConfig (whose package doc gives the
+// source of each value). experiment's tests check that they agree.
+const (
+	defaultNIC            = RawNIC
+	defaultCC             = CCNone
+	defaultPayload        = SizesOnly
+	defaultWQECost        = Duration(130 * sim.Nanosecond)
+	defaultPacketCost     = Duration(5 * sim.Nanosecond)
+	defaultUnits          = 16
+	defaultCQECost        = Duration(20 * sim.Nanosecond)
+	defaultQPCacheEntries = 1024
+	defaultRxBuffer       = 512 * KiB
+	defaultAckReqEvery    = 16
+	defaultCNPPrio        = 6
+	defaultPCIeBandwidth  = 212 * Gbps
+	defaultPCIeRead       = Duration(500 * sim.Nanosecond)
+	defaultPCIeWrite      = Duration(250 * sim.Nanosecond)
+	defaultMMIO           = Duration(150 * sim.Nanosecond)
+	defaultLockFreeDB     = 64
+	defaultSharedDB       = 12
+	defaultPostSend       = Duration(40 * sim.Nanosecond)
+	defaultPostSendPerWQE = Duration(20 * sim.Nanosecond)
+	defaultDoorbell       = Duration(150 * sim.Nanosecond)
+	defaultPostRecv       = Duration(20 * sim.Nanosecond)
+	defaultPostRecvPerWQE = Duration(10 * sim.Nanosecond)
+	defaultPoll           = Duration(15 * sim.Nanosecond)
+	defaultPollPerCQE     = Duration(10 * sim.Nanosecond)
+	defaultLockAcquire    = Duration(10 * sim.Nanosecond)
+	defaultLockTransfer   = Duration(150 * sim.Nanosecond)
+	defaultRegMR          = Duration(5 * sim.Microsecond)
+	defaultRegMRPerPage   = Duration(250 * sim.Nanosecond)
+	// QP attributes the runner's application sets (those of perftest).
+	defaultQPTimeout   = 14 // 4.096 us x 2^14 = 67 ms
+	defaultRetryCnt    = 7
+	defaultRNRRetry    = 7
+	defaultMinRNRTimer = 12 // 0.64 ms
+
+	// DCQCN: dcqcn.DefaultConfig and dcqcn.DefaultCNPInterval.
+	defaultAlphaTimer   = Duration(55 * sim.Microsecond)
+	defaultRateTimer    = Duration(55 * sim.Microsecond)
+	defaultByteCounter  = 10 * MB
+	defaultFastRecovery = 5
+	defaultAIRate       = 5 * Mbps
+	defaultHAIRate      = 50 * Mbps
+	defaultMinRate      = 100 * Mbps
+	defaultCNPInterval  = Duration(50 * sim.Microsecond)
+
+	// rc and ud flows.
+	defaultRCMessage = 64 * KiB // perftest's default message size
+	defaultRCDepth   = 16
+	defaultUDDepth   = 128
+	defaultOp        = OpWrite
+
+	// Benchmarks.
+	defaultPerfWarmup     = Duration(50 * sim.Microsecond)
+	defaultPerfDuration   = Duration(500 * sim.Microsecond)
+	defaultPerfTxDepth    = 128
+	defaultPerfRxDepth    = 512
+	defaultPerfCQMod      = 100
+	defaultPerfDelay      = Duration(sim.Microsecond)
+	defaultMsgWarmup      = Duration(500 * sim.Microsecond)
+	defaultMsgDuration    = Duration(sim.Millisecond)
+	defaultMsgThreads     = 8
+	defaultMsgMessage     = 512 * Byte
+	defaultMsgRate        = 200 * Gbps
+	defaultMsgDepth       = 16
+	defaultMsgSignalEvery = 8
+	defaultMsgAppWork     = Duration(150 * sim.Nanosecond)
+	defaultMsgJitter      = Fraction(0.5)
+)
+
+var (
+	defaultDCQCNG       = Ratio{1, 256}
+	defaultInitialAlpha = Ratio{1, 1}
+	defaultPerfTrans    = []Transport{RC, UD}
+	defaultMsgQPs       = []int{8, 16, 32, 64, 128, 256, 512}
+	defaultMsgTDs       = []bool{false, true}
+)
+
 // defaulter fills zero fields, refusing explicit zeros.
 type defaulter struct {
 	s    *Scenario
@@ -68,6 +147,13 @@ func defBool(field **bool, value bool) {
 	}
 }
 
+// defPtr fills a field whose zero is meaningful (so it is a pointer).
+func defPtr[T any](field **T, value T) {
+	if *field == nil {
+		*field = &value
+	}
+}
+
 // ApplyDefaults fills every unset field with its documented default. It is
 // idempotent; Parse calls it, and a scenario built in Go should call it
 // before Validate. For a parsed scenario, a zero written explicitly where
@@ -75,6 +161,14 @@ func defBool(field **bool, value bool) {
 func (s *Scenario) ApplyDefaults() error {
 	d := &defaulter{s: s}
 	def(d, "version", &s.Version, SchemaVersion)
+	if s.Benchmark != nil {
+		// Two NICs back to back: no fabric, hosts or flows to default
+		// (Validate refuses them).
+		d.benchmark()
+		d.rnic()
+		d.outputs()
+		return d.errs.err()
+	}
 
 	f := &s.Fabric
 	def(d, "fabric.links.rate", &f.Links.Rate, defaultLinkRate)
@@ -99,6 +193,7 @@ func (s *Scenario) ApplyDefaults() error {
 	}
 
 	def(d, "hosts.mtu", &s.Hosts.MTU, defaultMTU)
+	def(d, "hosts.nic", &s.Hosts.NIC, defaultNIC)
 
 	if len(f.Priorities) == 0 {
 		if s.present("fabric.priorities") {
@@ -146,10 +241,32 @@ func (s *Scenario) ApplyDefaults() error {
 		fl := &s.Flows[i]
 		path := idx("flows", i)
 		def(d, path+".name", &fl.Name, "flow"+strconv.Itoa(i))
+		tr := RawTransport
+		if s.Hosts.NIC == RNICModel {
+			tr = RC
+		}
+		def(d, path+".transport", &fl.Transport, tr)
 		def(d, path+".rate", &fl.Rate, FlowRate{Line: true})
 		def(d, path+".count", &fl.Count, defaultFlowCount)
+		switch fl.Transport {
+		case RC:
+			def(d, path+".message", &fl.Message, defaultRCMessage)
+			def(d, path+".op", &fl.Op, defaultOp)
+			def(d, path+".depth", &fl.Depth, defaultRCDepth)
+		case UD:
+			def(d, path+".message", &fl.Message, s.Hosts.MTU)
+			def(d, path+".depth", &fl.Depth, defaultUDDepth)
+		}
 	}
+	if s.Hosts.NIC == RNICModel {
+		d.rnic()
+	}
+	d.outputs()
+	return d.errs.err()
+}
 
+func (d *defaulter) outputs() {
+	s := d.s
 	o := &s.Outputs
 	if s.Name != "" {
 		def(d, "outputs.dir", &o.Dir, defaultOutputRoot+"/"+s.Name)
@@ -157,5 +274,106 @@ func (s *Scenario) ApplyDefaults() error {
 	defBool(&o.JSON, true)
 	defBool(&o.CSV, true)
 	def(d, "outputs.sample_interval", &o.SampleInterval, defaultSampleInterval)
-	return d.errs.err()
+}
+
+// rnic fills the NIC model (creating the section if it was left out) and,
+// with DCQCN, its parameters.
+func (d *defaulter) rnic() {
+	s := d.s
+	if s.RNIC == nil {
+		s.RNIC = &RNIC{}
+	}
+	r := s.RNIC
+	def(d, "rnic.cc", &r.CC, defaultCC)
+	def(d, "rnic.payload", &r.Payload, defaultPayload)
+	defPtr(&r.WQECost, defaultWQECost)
+	defPtr(&r.PacketCost, defaultPacketCost)
+	def(d, "rnic.units", &r.Units, defaultUnits)
+	defPtr(&r.CQECost, defaultCQECost)
+	def(d, "rnic.qp_cache_entries", &r.QPCacheEntries, defaultQPCacheEntries)
+	def(d, "rnic.rx_buffer", &r.RxBuffer, defaultRxBuffer)
+	def(d, "rnic.ack_req_every", &r.AckReqEvery, defaultAckReqEvery)
+	defPtr(&r.CNPPrio, defaultCNPPrio)
+	def(d, "rnic.pcie.bandwidth", &r.PCIe.Bandwidth, defaultPCIeBandwidth)
+	defPtr(&r.PCIe.ReadLatency, defaultPCIeRead)
+	defPtr(&r.PCIe.WriteLatency, defaultPCIeWrite)
+	defPtr(&r.PCIe.MMIOLatency, defaultMMIO)
+	defPtr(&r.Doorbells.LockFree, defaultLockFreeDB)
+	def(d, "rnic.doorbells.shared", &r.Doorbells.Shared, defaultSharedDB)
+	c := &r.CPU
+	defPtr(&c.PostSend, defaultPostSend)
+	defPtr(&c.PostSendPerWQE, defaultPostSendPerWQE)
+	defPtr(&c.Doorbell, defaultDoorbell)
+	defPtr(&c.PostRecv, defaultPostRecv)
+	defPtr(&c.PostRecvPerWQE, defaultPostRecvPerWQE)
+	defPtr(&c.Poll, defaultPoll)
+	defPtr(&c.PollPerCQE, defaultPollPerCQE)
+	defPtr(&c.LockAcquire, defaultLockAcquire)
+	defPtr(&c.LockTransfer, defaultLockTransfer)
+	defPtr(&c.RegMR, defaultRegMR)
+	defPtr(&c.RegMRPerPage, defaultRegMRPerPage)
+	if s.Benchmark == nil {
+		q := &r.QP
+		defPtr(&q.Timeout, defaultQPTimeout)
+		defPtr(&q.RetryCnt, defaultRetryCnt)
+		defPtr(&q.RNRRetry, defaultRNRRetry)
+		defPtr(&q.MinRNRTimer, defaultMinRNRTimer)
+	}
+
+	if r.CC != CCDCQCN {
+		return
+	}
+	if s.DCQCN == nil {
+		s.DCQCN = &DCQCN{}
+	}
+	c2 := s.DCQCN
+	def(d, "dcqcn.g", &c2.G, defaultDCQCNG)
+	def(d, "dcqcn.initial_alpha", &c2.InitialAlpha, defaultInitialAlpha)
+	def(d, "dcqcn.alpha_timer", &c2.AlphaTimer, defaultAlphaTimer)
+	def(d, "dcqcn.rate_timer", &c2.RateTimer, defaultRateTimer)
+	def(d, "dcqcn.byte_counter", &c2.ByteCounter, defaultByteCounter)
+	defPtr(&c2.FastRecovery, defaultFastRecovery)
+	def(d, "dcqcn.ai_rate", &c2.AIRate, defaultAIRate)
+	def(d, "dcqcn.hai_rate", &c2.HAIRate, defaultHAIRate)
+	minRate := defaultMinRate
+	if hr := s.Fabric.Links.HostRate; hr > 0 && hr < minRate && s.Benchmark == nil {
+		minRate = hr
+	}
+	def(d, "dcqcn.min_rate", &c2.MinRate, minRate)
+	defPtr(&c2.CNPInterval, defaultCNPInterval)
+}
+
+// benchmark fills the benchmark section and the duration (the measured
+// interval of each point).
+func (d *defaulter) benchmark() {
+	s := d.s
+	b := s.Benchmark
+	switch b.Kind {
+	case Perftest:
+		def(d, "duration", &s.Duration, defaultPerfDuration)
+		def(d, "benchmark.warmup", &b.Warmup, defaultPerfWarmup)
+		if len(b.Transports) == 0 && !s.present("benchmark.transports") {
+			b.Transports = append([]Transport(nil), defaultPerfTrans...)
+		}
+		def(d, "benchmark.tx_depth", &b.TxDepth, defaultPerfTxDepth)
+		def(d, "benchmark.rx_depth", &b.RxDepth, defaultPerfRxDepth)
+		def(d, "benchmark.cq_mod", &b.CQMod, min(defaultPerfCQMod, max(b.TxDepth, 1)))
+		def(d, "benchmark.delay", &b.Delay, defaultPerfDelay)
+	case MsgRate:
+		def(d, "duration", &s.Duration, defaultMsgDuration)
+		def(d, "benchmark.warmup", &b.Warmup, defaultMsgWarmup)
+		def(d, "benchmark.threads", &b.Threads, defaultMsgThreads)
+		if len(b.QPs) == 0 && !s.present("benchmark.qps") {
+			b.QPs = append([]int(nil), defaultMsgQPs...)
+		}
+		if len(b.ThreadDomains) == 0 && !s.present("benchmark.thread_domains") {
+			b.ThreadDomains = append([]bool(nil), defaultMsgTDs...)
+		}
+		def(d, "benchmark.message", &b.Message, defaultMsgMessage)
+		def(d, "benchmark.rate", &b.Rate, defaultMsgRate)
+		def(d, "benchmark.depth", &b.Depth, defaultMsgDepth)
+		def(d, "benchmark.signal_every", &b.SignalEvery, min(defaultMsgSignalEvery, max(b.Depth, 1)))
+		def(d, "benchmark.app_work", &b.AppWork, defaultMsgAppWork)
+		def(d, "benchmark.jitter", &b.Jitter, defaultMsgJitter)
+	}
 }

@@ -23,6 +23,12 @@
 // Defaults live in one function, ApplyDefaults; a zero written in the file
 // where zero is meaningless is an error, never silently the default.
 //
+// Sections: fabric, hosts (hosts.nic: raw or rnic), rnic (the simulated
+// NIC's resource and cost model), dcqcn, flows (transport raw, rc or ud),
+// benchmark (perftest or msgrate instead of a fabric), outputs. The rnic and
+// dcqcn defaults repeat rnic.DefaultConfig and dcqcn.DefaultConfig, since
+// this package imports neither; package experiment's tests keep them equal.
+//
 // Every key, its unit, default and allowed values: scenarios/SCHEMA.md. The
 // embedded scenarios are scenarios/builtin/*.yaml (see List; Default is the
 // one `besim run` uses with no argument).

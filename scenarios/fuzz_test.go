@@ -41,6 +41,10 @@ func FuzzParse(f *testing.F) {
 		"outputs: {dir: \"\\u0000\"}\n",
 		"description: |\n  multi\n  line\n",
 		strings.Repeat("[", 1000),
+		"name: r\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}}\nhosts: {nic: rnic}\nrnic: {cc: dcqcn}\ndcqcn: {g: 0, fast_recovery: -1}\nflows: [{src: 0, dst: 1, transport: ud, message: 9KiB}]\n",
+		"name: b\nbenchmark: {kind: perftest, rates: [0bps], mtus: [1], transports: []}\n",
+		"name: m\nbenchmark: {kind: msgrate, qps: [65536], depth: 32768, thread_domains: [true]}\nrnic: {qp: {timeout: 99}}\n",
+		"name: m\nbenchmark: {kind: msgrate}\nfabric: {}\nhosts: {}\nflows: []\noutputs: {warmup: 1us}\n",
 	} {
 		f.Add([]byte(s))
 	}

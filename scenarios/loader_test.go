@@ -51,14 +51,14 @@ func TestParseErrors(t *testing.T) {
 		want     string // the first error, exactly
 	}{
 		// Unknown keys, at each level.
-		{"unknown top key", "name: t\n", "name: t\nrnic: {qps: 4}\n",
-			`t.yaml:2: rnic: unknown key "rnic" (allowed keys: version, name, description, seed, duration, fabric, hosts, flows, outputs)`},
+		{"unknown top key", "name: t\n", "name: t\nworkloads: {qps: 4}\n",
+			`t.yaml:2: workloads: unknown key "workloads" (allowed keys: version, name, description, seed, duration, fabric, hosts, rnic, dcqcn, flows, benchmark, outputs)`},
 		{"unknown key typo", "duration: 2ms", "duraton: 2ms",
-			`t.yaml:2: duraton: unknown key "duraton", did you mean "duration"? (allowed keys: version, name, description, seed, duration, fabric, hosts, flows, outputs)`},
+			`t.yaml:2: duraton: unknown key "duraton", did you mean "duration"? (allowed keys: version, name, description, seed, duration, fabric, hosts, rnic, dcqcn, flows, benchmark, outputs)`},
 		{"unknown nested key", "    delay: 1us", "    latency: 1us",
 			`t.yaml:7: fabric.links.latency: unknown key "latency" (allowed keys: rate, delay, host_rate, uplink_rate)`},
 		{"unknown key in flow mapping", "prio: 3}", "prio: 3, bytes: 1}",
-			`t.yaml:15: flows[0].bytes: unknown key "bytes" (allowed keys: name, src, dst, prio, rate, size, start, count)`},
+			`t.yaml:15: flows[0].bytes: unknown key "bytes" (allowed keys: name, src, dst, prio, transport, rate, size, message, op, depth, start, count)`},
 		{"unknown key in list item", "      lossless: true", "      lossles: true",
 			`t.yaml:11: fabric.priorities[0].lossles: unknown key "lossles", did you mean "lossless"? (allowed keys: prio, lossless, pfc, ecn)`},
 		{"unknown key deep", "pmax: 1%}", "pmax: 1%, kmid: 1KB}",
@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"comment only", "", "# nothing\n",
 			`t.yaml:1: empty scenario (at least name, duration, fabric.topology and flows are needed)`},
 		{"not a mapping", "", "- a\n- b\n",
-			`t.yaml:1: expected a mapping, got a list (allowed keys: version, name, description, seed, duration, fabric, hosts, flows, outputs)`},
+			`t.yaml:1: expected a mapping, got a list (allowed keys: version, name, description, seed, duration, fabric, hosts, rnic, dcqcn, flows, benchmark, outputs)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -19,19 +19,27 @@ const SchemaVersion = 1
 // whole is consistent; a runner translates it into component configs. The
 // YAML keys are the yaml tags; SCHEMA.md documents each.
 //
-// New sections (rnic, dcqcn, byteexpress, workloads, faults) are added as
-// further top-level fields; until a section exists its key is an unknown
-// key, hence an error.
+// A scenario is either a fabric with flows, or a benchmark (two simulated
+// NICs back to back, no fabric, hosts or flows). RNIC and DCQCN are set (by
+// defaults) exactly when they are used: RNIC with hosts.nic: rnic or a
+// benchmark, DCQCN with rnic.cc: dcqcn.
+//
+// New sections (byteexpress, workloads, faults) are added as further
+// top-level fields; until a section exists its key is an unknown key, hence
+// an error.
 type Scenario struct {
-	Version     int      `yaml:"version"`
-	Name        string   `yaml:"name"`
-	Description string   `yaml:"description,omitempty"`
-	Seed        uint64   `yaml:"seed"`
-	Duration    Duration `yaml:"duration"`
-	Fabric      Fabric   `yaml:"fabric"`
-	Hosts       Hosts    `yaml:"hosts"`
-	Flows       []Flow   `yaml:"flows"`
-	Outputs     Outputs  `yaml:"outputs"`
+	Version     int        `yaml:"version"`
+	Name        string     `yaml:"name"`
+	Description string     `yaml:"description,omitempty"`
+	Seed        uint64     `yaml:"seed"`
+	Duration    Duration   `yaml:"duration"`
+	Fabric      Fabric     `yaml:"fabric,omitempty"`
+	Hosts       Hosts      `yaml:"hosts,omitempty"`
+	RNIC        *RNIC      `yaml:"rnic,omitempty"`
+	DCQCN       *DCQCN     `yaml:"dcqcn,omitempty"`
+	Flows       []Flow     `yaml:"flows,omitempty"`
+	Benchmark   *Benchmark `yaml:"benchmark,omitempty"`
+	Outputs     Outputs    `yaml:"outputs"`
 
 	src *source // positions of the nodes it was parsed from; nil if built in Go
 }
@@ -214,20 +222,28 @@ type Watchdog struct {
 
 // Hosts is the configuration shared by every host.
 type Hosts struct {
-	MTU Size `yaml:"mtu"` // RoCE path MTU (payload bytes per packet): 256, 512, 1024, 2048 or 4096
+	MTU Size     `yaml:"mtu"` // RoCE path MTU (payload bytes per packet): 256, 512, 1024, 2048 or 4096
+	NIC NICModel `yaml:"nic"` // raw (default) or rnic
 }
 
-// Flow is a group of raw paced flows: one per (src, dst) pair of the cross
-// product of Src and Dst, Count copies each.
+// Flow is a group of flows: one per (src, dst) pair of the cross product of
+// Src and Dst, Count copies each. A raw flow is a paced frame stream from a
+// raw host; an rc flow is one RC QP pair streaming WRITEs (or SENDs) with
+// Depth messages outstanding; a ud flow is a UD QP pair streaming
+// MTU-sized SENDs.
 type Flow struct {
-	Name  string   `yaml:"name"`
-	Src   HostSet  `yaml:"src"`
-	Dst   HostSet  `yaml:"dst"`
-	Prio  int      `yaml:"prio"`
-	Rate  FlowRate `yaml:"rate"`
-	Size  Size     `yaml:"size,omitempty"` // bytes per flow; 0: send until the scenario ends
-	Start Duration `yaml:"start"`
-	Count int      `yaml:"count"` // parallel copies per (src, dst) pair
+	Name      string    `yaml:"name"`
+	Src       HostSet   `yaml:"src"`
+	Dst       HostSet   `yaml:"dst"`
+	Prio      int       `yaml:"prio"`
+	Transport Transport `yaml:"transport"`
+	Rate      FlowRate  `yaml:"rate"`
+	Size      Size      `yaml:"size,omitempty"`    // bytes per flow; 0: send until the scenario ends
+	Message   Size      `yaml:"message,omitempty"` // rc/ud: bytes per message (work request)
+	Op        Op        `yaml:"op,omitempty"`      // rc: write or send
+	Depth     int       `yaml:"depth,omitempty"`   // rc/ud: messages outstanding
+	Start     Duration  `yaml:"start"`
+	Count     int       `yaml:"count"` // parallel copies per (src, dst) pair
 }
 
 // Outputs says where and what a run writes.
@@ -236,6 +252,9 @@ type Outputs struct {
 	JSON           *bool    `yaml:"json"` // default true
 	CSV            *bool    `yaml:"csv"`  // default true
 	SampleInterval Duration `yaml:"sample_interval"`
+	// Warmup starts the measured interval of rc/ud flows (their goodput
+	// and the NIC counters' rates) this long after the run begins.
+	Warmup Duration `yaml:"warmup,omitempty"`
 }
 
 // ---- value types with a keyword alternative -------------------------------

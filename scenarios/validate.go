@@ -48,12 +48,21 @@ func (v *validator) missingOr(path, zeroMsg, missingMsg string) {
 func (s *Scenario) Validate() error {
 	v := &validator{s: s}
 	v.top()
+	if s.Benchmark != nil {
+		v.benchmark()
+		v.rnic()
+		v.dcqcn()
+		v.outputs()
+		return v.errs.err()
+	}
 	hosts := v.topology()
 	v.links()
 	v.switchConfig()
 	declared := v.priorities()
 	v.pfc()
 	v.hostsConfig()
+	v.rnic()
+	v.dcqcn()
 	v.flows(hosts, declared)
 	v.outputs()
 	return v.errs.err()
@@ -71,6 +80,8 @@ func (v *validator) top() {
 		v.bad("name", "%q is not a valid name (%s)", s.Name, nameRule)
 	}
 	switch {
+	case s.Duration == 0 && s.Benchmark != nil && !s.present("duration"):
+		// Defaulted by the benchmark's kind; a missing kind is reported there.
 	case s.Duration == 0:
 		v.missingOr("duration", "0s is not allowed (must be > 0)", "missing (required: how much virtual time to simulate, e.g. duration: 2ms)")
 	case s.Duration < 0:
@@ -349,13 +360,23 @@ func (v *validator) fastestLink() Rate {
 }
 
 func (v *validator) hostsConfig() {
-	m := v.s.Hosts.MTU
+	if !validMTU(v.s.Hosts.MTU) {
+		v.bad("hosts.mtu", "%d is not a RoCE MTU (allowed: 256, 512, 1024, 2048, 4096)", int64(v.s.Hosts.MTU))
+	}
+	switch v.s.Hosts.NIC {
+	case RawNIC, RNICModel:
+	default:
+		v.bad("hosts.nic", "%q is not a NIC model (allowed: %s)", v.s.Hosts.NIC, strings.Join(nicModels, ", "))
+	}
+}
+
+func validMTU(m Size) bool {
 	for _, a := range allowedMTUs {
 		if m == a {
-			return
+			return true
 		}
 	}
-	v.bad("hosts.mtu", "%d is not a RoCE MTU (allowed: 256, 512, 1024, 2048, 4096)", int64(m))
+	return false
 }
 
 func (v *validator) flows(hosts int, declared map[int]bool) {
@@ -417,6 +438,7 @@ func (v *validator) flows(hosts int, declared map[int]bool) {
 		case !declared[f.Prio]:
 			v.bad(p+".prio", "priority %d is not declared in fabric.priorities (declared: %s)", f.Prio, strings.Join(declaredList, ", "))
 		}
+		v.flowTransport(p, f)
 		switch r := f.Rate; {
 		case r.Line:
 		case r.Rate <= 0:
@@ -456,6 +478,17 @@ func (v *validator) outputs() {
 		v.bad("outputs.dir", "empty (omit the key for the default %s/NAME)", defaultOutputRoot)
 	}
 	switch {
+	case o.Warmup == 0 && !v.s.present("outputs.warmup"):
+	case v.s.Benchmark != nil:
+		v.bad("outputs.warmup", "not used with a benchmark (use benchmark.warmup)")
+	case v.s.Hosts.NIC != RNICModel:
+		v.bad("outputs.warmup", "only used with hosts.nic: rnic (it starts the measured interval of rc and ud flows)")
+	case o.Warmup < 0:
+		v.bad("outputs.warmup", "%s is negative", o.Warmup)
+	case v.s.Duration > 0 && o.Warmup >= v.s.Duration:
+		v.bad("outputs.warmup", "%s is not before the end of the scenario (duration %s)", o.Warmup, v.s.Duration)
+	}
+	switch {
 	case o.SampleInterval <= 0:
 		v.bad("outputs.sample_interval", "%s is not allowed (must be > 0)", o.SampleInterval)
 	case v.s.Duration > 0 && o.SampleInterval > v.s.Duration:
@@ -465,7 +498,7 @@ func (v *validator) outputs() {
 
 // ---- expansion ------------------------------------------------------------
 
-// FlowInstance is one concrete paced flow of a Flow group.
+// FlowInstance is one concrete flow of a Flow group.
 type FlowInstance struct {
 	Name  string // the group's name, plus ".SRC-DST" for groups of several pairs and "#i" for count > 1
 	Group int    // index into Scenario.Flows
@@ -475,6 +508,15 @@ type FlowInstance struct {
 	Rate  Rate // resolved: "line" is the host link rate
 	Size  Size // 0: until the scenario ends
 	Start Duration
+
+	Transport Transport
+	// Line is rate: line. A raw flow then paces at the host link rate (Rate);
+	// an rc or ud flow is not paced by its application at all (the NIC and
+	// its congestion control decide).
+	Line    bool
+	Message Size // rc/ud
+	Op      Op   // rc
+	Depth   int  // rc/ud
 }
 
 // ExpandFlows lists every flow instance, in file order: for each group,
@@ -501,6 +543,7 @@ func (s *Scenario) ExpandFlows() []FlowInstance {
 					out = append(out, FlowInstance{
 						Name: name, Group: gi, Src: a, Dst: b, Prio: f.Prio,
 						Rate: rate, Size: f.Size, Start: f.Start,
+						Transport: f.Transport, Line: f.Rate.Line, Message: f.Message, Op: f.Op, Depth: f.Depth,
 					})
 				}
 			}

@@ -22,6 +22,16 @@ usage:
   besim run [flags] [SCENARIO]     simulate a scenario (file or embedded name; default %q)
   besim validate [flags] SCENARIO  check a scenario and explain derived thresholds
   besim list                       list embedded scenarios
+  besim sweep [flags] SCENARIO --set KEY=V1,V2 [--set ...]
+                                   run a parameter sweep (parallel; --shard i/n for batch jobs)
+  besim sweep [flags] SCENARIO --search KEY=LO..HI --until METRIC>X [--set ...]
+                                   bisect the largest KEY before METRIC>X holds
+  besim merge SHARD.json... -o OUT.json
+                                   merge sharded sweep results into the full one
+  besim plot [flags] RESULT.json -o OUT.png|OUT.svg
+                                   plot a sweep (--x --y), time series, CDFs or bars
+  besim compare [--md] A.json B.json
+                                   put the metrics of two results side by side
   besim COMMAND -h                 flags of a command
 `
 
@@ -42,6 +52,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdValidate(args[1:], stdout, stderr)
 	case "list":
 		err = cmdList(args[1:], stdout, stderr)
+	case "sweep":
+		err = cmdSweep(args[1:], stdout, stderr)
+	case "merge":
+		err = cmdMerge(args[1:], stdout, stderr)
+	case "plot":
+		err = cmdPlot(args[1:], stdout, stderr)
+	case "compare":
+		err = cmdCompare(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintf(stdout, usage, scenarios.Default)
 		return 0
@@ -84,16 +102,16 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func load(fs *flag.FlagSet, seed *uint64, allowDefault bool) (*scenarios.Scenario, error) {
+func load(fs *flag.FlagSet, pos []string, seed *uint64, allowDefault bool) (*scenarios.Scenario, error) {
 	name := scenarios.Default
-	switch fs.NArg() {
+	switch len(pos) {
 	case 0:
 		if !allowDefault {
 			fs.Usage()
 			return nil, errUsage
 		}
 	case 1:
-		name = fs.Arg(0)
+		name = pos[0]
 	default:
 		fs.Usage()
 		return nil, errUsage
@@ -115,10 +133,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 0, "override the scenario's random seed")
 	out := fs.String("out", "", "output folder (default: the scenario's outputs.dir, else results/NAME)")
 	quiet := fs.Bool("q", false, "do not print the summary")
-	if err := parse(fs, args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	s, err := load(fs, seed, true)
+	s, err := load(fs, pos, seed, true)
 	if err != nil {
 		return err
 	}
@@ -155,10 +174,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("validate", "SCENARIO", stderr)
-	if err := parse(fs, args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	s, err := load(fs, new(uint64), false)
+	s, err := load(fs, pos, new(uint64), false)
 	if err != nil {
 		return err
 	}
@@ -166,8 +186,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: valid (%d hosts, %d flows, %s)\n", s.Name, x.Net.NumHosts(), len(s.ExpandFlows()), s.Duration)
-	return x.Net.WriteExplain(stdout)
+	return x.Explain(stdout)
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) error {

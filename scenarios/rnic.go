@@ -1,0 +1,286 @@
+package scenarios
+
+import (
+	"gopkg.in/yaml.v3"
+)
+
+// This file holds the schema of the simulated RNIC (hosts.nic: rnic), its
+// congestion control (dcqcn), the verbs transports of flows, and the
+// benchmark section. The runner (package experiment) maps them onto
+// rnic.Config, dcqcn.Config, rnic.PerfConfig and rnic.MsgRateConfig; this
+// package does not import those, so the default values are repeated in
+// defaults.go and a test in package experiment checks that they agree.
+
+// NICModel is the endpoint model attached to every host.
+type NICModel string
+
+// NIC models.
+const (
+	// RawNIC is the fabric's raw paced sender and sink: flows are constant
+	// rate streams of frames without a transport (transport: raw).
+	RawNIC NICModel = "raw"
+	// RNICModel is the simulated RDMA NIC (package rnic) on every host:
+	// flows are RC or UD queue pairs driven by a small verbs application.
+	RNICModel NICModel = "rnic"
+)
+
+var nicModels = []string{string(RawNIC), string(RNICModel)}
+
+// UnmarshalYAML accepts one of raw, rnic.
+func (m *NICModel) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(m), "NIC model", nicModels)
+}
+
+// Transport is how a flow moves its bytes.
+type Transport string
+
+// Transports.
+const (
+	RawTransport Transport = "raw" // paced frames from a raw host (hosts.nic: raw)
+	RC           Transport = "rc"  // one reliable-connected QP pair (hosts.nic: rnic)
+	UD           Transport = "ud"  // one unreliable-datagram QP per end (hosts.nic: rnic)
+)
+
+var transports = []string{string(RawTransport), string(RC), string(UD)}
+
+// UnmarshalYAML accepts one of raw, rc, ud.
+func (t *Transport) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(t), "transport", transports)
+}
+
+// Op is the verb an RC flow streams with.
+type Op string
+
+// RC operations.
+const (
+	OpWrite Op = "write" // RDMA WRITE: no receive consumed at the destination
+	OpSend  Op = "send"  // SEND: the destination keeps receives posted
+)
+
+var ops = []string{string(OpWrite), string(OpSend)}
+
+// UnmarshalYAML accepts one of write, send.
+func (o *Op) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(o), "supported operation", ops)
+}
+
+// CCKind is the RNIC's per-QP congestion control.
+type CCKind string
+
+// Congestion control choices.
+const (
+	CCNone  CCKind = "none"  // every QP sends at line rate; PFC is the only brake
+	CCDCQCN CCKind = "dcqcn" // DCQCN reaction and notification points (section dcqcn)
+)
+
+var ccKinds = []string{string(CCNone), string(CCDCQCN)}
+
+// UnmarshalYAML accepts one of none, dcqcn.
+func (c *CCKind) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(c), "congestion control", ccKinds)
+}
+
+// PayloadMode says whether the simulated NIC moves payload bytes.
+type PayloadMode string
+
+// Payload modes.
+const (
+	SizesOnly    PayloadMode = "sizes-only" // packets carry lengths only (fast; the default)
+	PayloadBytes PayloadMode = "bytes"      // bytes really move between registered buffers
+)
+
+var payloadModes = []string{string(SizesOnly), string(PayloadBytes)}
+
+// UnmarshalYAML accepts one of sizes-only, bytes.
+func (p *PayloadMode) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(p), "payload mode", payloadModes)
+}
+
+// RNIC is the model of the simulated RDMA NIC on every host, and of the
+// host-side provider costs its I/O threads pay (rnic.Config). Every key is
+// optional; the defaults are rnic.DefaultConfig's, a ConnectX-5/6-class
+// NIC on PCIe Gen4 x16 with the mlx5 provider (rnic's package doc gives the
+// source of each). Pointer fields are those whose zero is meaningful
+// ("free", "none"); they are nil only before defaults are applied.
+type RNIC struct {
+	CC      CCKind      `yaml:"cc"`      // none | dcqcn
+	Payload PayloadMode `yaml:"payload"` // sizes-only | bytes
+
+	// NIC processing model.
+	WQECost        *Duration `yaml:"wqe_cost"`    // processing-unit time per send WQE, receive WQE consumed or READ served
+	PacketCost     *Duration `yaml:"packet_cost"` // NIC-wide TX and RX pipeline time per packet (the packet-rate limit)
+	Units          int       `yaml:"units"`       // processing units; QP n runs on unit n mod units
+	CQECost        *Duration `yaml:"cqe_cost"`    // processing-unit time per CQE written
+	QPCacheEntries int       `yaml:"qp_cache_entries"`
+	RxBuffer       Size      `yaml:"rx_buffer"`     // receive packet buffer; arrivals beyond it drop
+	AckReqEvery    int       `yaml:"ack_req_every"` // ACK requested every N packets of long messages (and on each last one)
+	CNPPrio        *int      `yaml:"cnp_prio"`      // 802.1p priority of CNPs
+
+	PCIe      PCIe      `yaml:"pcie"`
+	Doorbells Doorbells `yaml:"doorbells"`
+	CPU       RNICCPU   `yaml:"cpu"`
+	QP        QPAttrs   `yaml:"qp,omitempty"` // rc/ud flows only (benchmarks set their own)
+}
+
+// PCIe is the host interface of the NIC.
+type PCIe struct {
+	Bandwidth Rate `yaml:"bandwidth"` // effective DMA bandwidth per direction
+	// ReadLatency is a DMA read round trip: WQE and first payload fetch of
+	// an idle QP, and the penalty of a QP context cache miss.
+	ReadLatency  *Duration `yaml:"read_latency"`
+	WriteLatency *Duration `yaml:"write_latency"` // posted write until visible in host memory
+	MMIOLatency  *Duration `yaml:"mmio_latency"`  // doorbell write from the CPU until the NIC sees it
+}
+
+// Doorbells are the provider's doorbell registers per verbs context (mlx5
+// bfregs): the first LockFree QPs each get a dedicated register rung
+// without a lock; later QPs share Shared registers under a spin lock,
+// across threads, unless they were created in a thread domain.
+type Doorbells struct {
+	LockFree *int `yaml:"lock_free"`
+	Shared   int  `yaml:"shared"`
+}
+
+// RNICCPU are the CPU costs of provider calls, charged to the I/O thread
+// that makes them.
+type RNICCPU struct {
+	PostSend       *Duration `yaml:"post_send"`         // ibv_post_send fixed part
+	PostSendPerWQE *Duration `yaml:"post_send_per_wqe"` // building one send WQE
+	Doorbell       *Duration `yaml:"doorbell"`          // doorbell record + BlueFlame write (under the bfreg lock)
+	PostRecv       *Duration `yaml:"post_recv"`
+	PostRecvPerWQE *Duration `yaml:"post_recv_per_wqe"`
+	Poll           *Duration `yaml:"poll"`
+	PollPerCQE     *Duration `yaml:"poll_per_cqe"`
+	LockAcquire    *Duration `yaml:"lock_acquire"`  // uncontended spin-lock acquire
+	LockTransfer   *Duration `yaml:"lock_transfer"` // the lock's cache line moving from another core
+	RegMR          *Duration `yaml:"reg_mr"`        // ibv_reg_mr fixed cost
+	RegMRPerPage   *Duration `yaml:"reg_mr_per_page"`
+}
+
+// QPAttrs are the RC QP attributes the runner's application sets (ibverbs
+// ibv_modify_qp values).
+type QPAttrs struct {
+	Timeout     *int `yaml:"timeout"`       // local ACK timeout 4.096 us x 2^timeout; 0 = none
+	RetryCnt    *int `yaml:"retry_cnt"`     // retransmission retries before the QP errors
+	RNRRetry    *int `yaml:"rnr_retry"`     // RNR retries; 7 = forever
+	MinRNRTimer *int `yaml:"min_rnr_timer"` // responder's RNR NAK timer code
+}
+
+// DCQCN is the reaction-point parameters (dcqcn.Config, Zhu et al.
+// SIGCOMM 2015) of every QP and the notification point's CNP interval.
+// Used only with rnic.cc: dcqcn; every key is optional.
+type DCQCN struct {
+	G            Ratio     `yaml:"g"`             // alpha gain g
+	InitialAlpha Ratio     `yaml:"initial_alpha"` // alpha before the first CNP
+	AlphaTimer   Duration  `yaml:"alpha_timer"`   // K: alpha decays after each K without a CNP
+	RateTimer    Duration  `yaml:"rate_timer"`    // T: rate-increase timer
+	ByteCounter  Size      `yaml:"byte_counter"`  // B: rate increase every B bytes sent
+	FastRecovery *int      `yaml:"fast_recovery"` // F: fast-recovery stages before additive increase
+	AIRate       Rate      `yaml:"ai_rate"`       // R_AI: additive-increase step
+	HAIRate      Rate      `yaml:"hai_rate"`      // R_HAI: hyper-increase step
+	MinRate      Rate      `yaml:"min_rate"`      // floor of the current rate
+	CNPInterval  *Duration `yaml:"cnp_interval"`  // N: at most one CNP per QP per interval (0: every marked packet)
+}
+
+// BenchmarkKind selects a benchmark.
+type BenchmarkKind string
+
+// Benchmarks.
+const (
+	// Perftest is ib_send_bw between two NICs back to back (paper §5.1,
+	// Table 2): one QP, SENDs with tx_depth outstanding, per point.
+	Perftest BenchmarkKind = "perftest"
+	// MsgRate is the QP-count message-rate benchmark (paper §6.2.1,
+	// Figure 11): I/O threads posting small WRITEs on many QPs.
+	MsgRate BenchmarkKind = "msgrate"
+)
+
+var benchmarkKinds = []string{string(Perftest), string(MsgRate)}
+
+// UnmarshalYAML accepts one of perftest, msgrate.
+func (k *BenchmarkKind) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(k), "benchmark kind", benchmarkKinds)
+}
+
+// Benchmark is a measurement run instead of a fabric with flows: two
+// simulated NICs (the rnic section's model) back to back on one wire. Only
+// the keys of its Kind may be set, as with topologies.
+type Benchmark struct {
+	Kind   BenchmarkKind `yaml:"kind"`
+	Warmup Duration      `yaml:"warmup"` // before each point's measured interval (the top-level duration)
+	// Message is the message size: perftest default 64KiB for rc and the
+	// point's MTU for ud; msgrate default 512B.
+	Message Size `yaml:"message,omitempty"`
+
+	// perftest. Either Points, or the cross product of Rates and MTUs; each
+	// (rate, MTU) is run with every transport in Transports unless the
+	// point names its own.
+	Points     []PerfPoint `yaml:"points,omitempty"`
+	Rates      []Rate      `yaml:"rates,omitempty"`
+	MTUs       []Size      `yaml:"mtus,omitempty"`
+	Transports []Transport `yaml:"transports,omitempty"`
+	TxDepth    int         `yaml:"tx_depth,omitempty"` // sends outstanding (perftest -t)
+	RxDepth    int         `yaml:"rx_depth,omitempty"` // receives posted (perftest -r)
+	CQMod      int         `yaml:"cq_mod,omitempty"`   // one signalled send in cq_mod (perftest --cq-mod)
+	Delay      Duration    `yaml:"delay,omitempty"`    // one-way cable delay
+
+	// msgrate.
+	Threads       int      `yaml:"threads,omitempty"`
+	QPs           []int    `yaml:"qps,omitempty"`            // one run per QP count
+	ThreadDomains []bool   `yaml:"thread_domains,omitempty"` // one series per value
+	Rate          Rate     `yaml:"rate,omitempty"`           // link rate
+	Depth         int      `yaml:"depth,omitempty"`          // WRITEs outstanding per QP
+	SignalEvery   int      `yaml:"signal_every,omitempty"`   // one signalled WRITE in this many
+	AppWork       Duration `yaml:"app_work,omitempty"`       // mean per-message CPU work outside verbs
+	Jitter        Fraction `yaml:"jitter,omitempty"`         // app_work spread, uniform +-jitter
+}
+
+// PerfPoint is one perftest configuration. Transport "" means every one of
+// Benchmark.Transports.
+type PerfPoint struct {
+	Rate      Rate      `yaml:"rate"`
+	MTU       Size      `yaml:"mtu"`
+	Transport Transport `yaml:"transport,omitempty"`
+}
+
+// PerfRun is one perftest measurement of an expanded benchmark.
+type PerfRun struct {
+	Rate      Rate
+	MTU       Size
+	Transport Transport // RC or UD
+	Message   Size      // resolved: the default for the transport when unset
+}
+
+// PerfRuns lists the perftest measurements in order: for each point (or
+// each rate, then each MTU of the cross product), each transport. Call it
+// on a valid perftest scenario.
+func (b *Benchmark) PerfRuns() []PerfRun {
+	var pts []PerfPoint
+	if len(b.Points) > 0 {
+		pts = b.Points
+	} else {
+		for _, r := range b.Rates {
+			for _, m := range b.MTUs {
+				pts = append(pts, PerfPoint{Rate: r, MTU: m})
+			}
+		}
+	}
+	var out []PerfRun
+	for _, p := range pts {
+		ts := b.Transports
+		if p.Transport != "" {
+			ts = []Transport{p.Transport}
+		}
+		for _, t := range ts {
+			msg := b.Message
+			if msg == 0 {
+				msg = defaultRCMessage
+				if t == UD {
+					msg = p.MTU
+				}
+			}
+			out = append(out, PerfRun{Rate: p.Rate, MTU: p.MTU, Transport: t, Message: msg})
+		}
+	}
+	return out
+}
