@@ -1,0 +1,32 @@
+// Package berun is the real-host side of besim: it replays runs on hosts
+// with real NICs and kernel stacks, so that what is tuned in simulation
+// (send window, fragment size, credits; paper §5-§6) is confirmed on
+// hardware, and it measures the paper's kernel-TCP baseline (§8) the same
+// way. The command is cmd/berun; this package only documents the pieces:
+//
+//	berun/wire        control protocol: bounded frames, strict messages, HMAC token handshake (fuzzed)
+//	berun/tcpx        framed messages over kernel TCP: the transport of the tcp roles
+//	berun/role        the Role plug-in interface and registry; built-in tcp-bulk and tcp-echo
+//	berun/counters    NIC/fabric counters before and after a run (sysfs, ethtool -S, DCQCN sysfs)
+//	berun/plan        hosts file and run plan, turned into per-host assignments
+//	berun/agent       `berun agent`: one controller session at a time, roles at the start instant
+//	berun/controller  `berun run`: connect, push, synchronized start, liveness, one result file
+//	berun/selftest    `berun selftest`: verbs loopback between two QPs on one device
+//	berun/e2e         end-to-end tests with agents as processes (loopback, shaped netns)
+//
+// A run goes: the controller authenticates to every agent (mutual HMAC
+// challenge-response; the token never crosses the network), pushes the plan
+// and each host's role instances, waits until all are prepared (listeners
+// bound), estimates each agent's clock offset from heartbeat round trips,
+// and sends every agent the same start instant in the agent's own clock.
+// Agents read counters, run their roles for the duration, read counters
+// again and upload results; the controller keeps heartbeating, reports a
+// host that dies or hangs as failed (host, phase, reason) and keeps the
+// others' results. Every wait on either side is bounded.
+//
+// The parameter-server workloads (fetch/push over the ByteExpress core) are
+// not written yet. They plug in as roles (role.Register) that read their
+// configuration from Spec.Scenario, and plan gains a mapping from a besim
+// scenario's workloads to role instances; the agent, controller, wire
+// protocol and result file do not change.
+package berun

@@ -1,0 +1,5 @@
+//go:build race
+
+package tcpx
+
+const raceEnabled = true

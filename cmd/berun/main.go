@@ -1,0 +1,344 @@
+// Command berun replays runs on real hosts and compares them with besim's
+// simulations: an agent on every host, a controller that drives them.
+//
+//	berun agent --listen ADDR [--token-file F] [--name N]
+//	berun run PLAN --hosts HOSTS.yaml [--out DIR] [--token-file F]
+//	berun selftest [--device NAME] [--port N] [--gid-index N]
+//	berun roles
+//
+// Agents and controller share a token (--token-file or $BERUN_TOKEN) that
+// never crosses the network (HMAC challenge-response, package berun/wire).
+// Data moves over kernel TCP (the tcp roles: the paper's §8 baseline) and,
+// built with -tags rdma, RDMA verbs through verbs/ibv (selftest today; the
+// parameter-server workloads when they exist). See berun/plan for the two
+// input files and berun/controller for the result file.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/besim/besim/berun/agent"
+	"github.com/besim/besim/berun/controller"
+	"github.com/besim/besim/berun/plan"
+	"github.com/besim/besim/berun/role"
+	"github.com/besim/besim/berun/selftest"
+	"github.com/besim/besim/berun/wire"
+	"github.com/besim/besim/verbs/ibv"
+)
+
+const usage = `berun: replay runs on real hosts (agents) from a controller, and check RDMA hardware.
+
+Commands:
+  agent     run the host agent:  berun agent --listen ADDR [--token-file F]
+  run       drive a run:         berun run PLAN --hosts HOSTS.yaml [--out DIR]
+  selftest  loopback check of an RDMA device (needs -tags rdma):  berun selftest [--device NAME]
+  roles     list the roles a plan may use and their parameters
+
+The token shared by controller and agents comes from --token-file or $BERUN_TOKEN
+(at least 16 bytes; e.g. head -c 32 /dev/urandom | base64 > berun.token; chmod 600).
+Run "berun COMMAND --help" for the flags of a command.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "agent":
+		return cmdAgent(args[1:], stdout, stderr)
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "selftest":
+		return cmdSelftest(args[1:], stdout, stderr)
+	case "roles":
+		return cmdRoles(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "berun: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func newFlags(name, synopsis, about string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("berun "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: berun %s\n\n%s\nFlags:\n", synopsis, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags anywhere among the arguments and returns the
+// positional ones. -1 means --help was asked (exit 0), -2 a usage error.
+func parse(fs *flag.FlagSet, args []string) ([]string, int) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, -1
+			}
+			return nil, -2
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, 0
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func helpCode(c int) int {
+	if c == -1 {
+		return 0
+	}
+	return 2
+}
+
+func loadToken(file string, stderr io.Writer) ([]byte, bool) {
+	t, err := wire.LoadToken(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "berun: %v\n", err)
+		return nil, false
+	}
+	if t.Warning != "" {
+		fmt.Fprintf(stderr, "berun: warning: %s\n", t.Warning)
+	}
+	return t.Secret, true
+}
+
+func cmdAgent(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("agent", "agent --listen ADDR [--token-file F] [flags]",
+		`Runs the host agent: listens on ADDR only, accepts controllers that hold the shared
+token, runs the roles they assign and uploads results. Logs go to stderr; the
+bound address is printed on stdout ("listening ADDR") once the agent is ready.`, stderr)
+	listen := fs.String("listen", "", "control address to bind, IP:port (required; port 0 picks one)")
+	tokenFile := fs.String("token-file", "", "file holding the shared token (default: $BERUN_TOKEN)")
+	name := fs.String("name", "", "agent name in logs and results (default: the host name)")
+	any := fs.Bool("listen-any", false, "allow a wildcard --listen address (every interface)")
+	sysroot := fs.String("sysroot", "", "read /sys below this directory instead (testing)")
+	idle := fs.Duration("idle-timeout", 10*time.Second, "drop a controller silent for this long")
+	pos, code := parse(fs, args)
+	if code != 0 || len(pos) > 0 || *listen == "" {
+		if code == 0 {
+			fmt.Fprintln(stderr, "berun agent: --listen ADDR is required and takes no other arguments")
+			fs.Usage()
+		}
+		return helpCode(code)
+	}
+	tok, ok := loadToken(*tokenFile, stderr)
+	if !ok {
+		return 1
+	}
+	lg := log.New(stderr, "berun agent: ", log.LstdFlags|log.Lmicroseconds)
+	a, err := agent.New(agent.Config{Listen: *listen, AllowWildcard: *any, Token: tok, Name: *name, IdleTimeout: *idle,
+		Logf: lg.Printf, Counters: countersRoot(*sysroot)})
+	if err != nil {
+		fmt.Fprintf(stderr, "berun %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "listening %s\n", a.Addr())
+	lg.Printf("listening on %s (token from %s)", a.Addr(), tokenSource(*tokenFile))
+	if err := a.Serve(ctx); err != nil {
+		lg.Printf("%v", err)
+		return 1
+	}
+	lg.Printf("stopped")
+	return 0
+}
+
+func tokenSource(f string) string {
+	if f != "" {
+		return f
+	}
+	return "$" + wire.EnvToken
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("run", "run PLAN --hosts HOSTS.yaml [--out DIR] [--token-file F] [flags]",
+		`Connects to the agent of every host with roles in PLAN, pushes the run, starts all
+hosts at one instant, waits for the duration (plus grace) and writes one JSON
+result file, DIR/NAME.RUNID.json. Exit status: 0 all hosts and roles ok,
+3 partial (some host failed or some role reported an error; the others'
+results are kept), 1 failed (nothing ran), 2 usage.
+
+HOSTS.yaml:
+  hosts:
+    - {name: h1, control: "10.0.0.1:7070", data: 192.168.1.1, netdevs: [eth2]}
+    - {name: h2, control: "10.0.0.2:7070", data: 192.168.1.2}
+
+PLAN (a berun role plan; besim scenarios plug in once the workloads exist):
+  name: tcp-baseline
+  duration: 10s
+  roles:
+    - {id: sink, role: tcp-bulk, host: h2, params: {mode: sink}}
+    - {id: send, role: tcp-bulk, host: h1, peers: [sink], params: {mode: send, message_size: 1MiB}}
+    - {id: srv,  role: tcp-echo, host: h2, params: {mode: server}}
+    - {id: cli,  role: tcp-echo, host: h1, peers: [srv], params: {mode: client, outstanding: 8}}
+`, stderr)
+	hostsFile := fs.String("hosts", "", "hosts file (required)")
+	out := fs.String("out", ".", "directory for the result file")
+	tokenFile := fs.String("token-file", "", "file holding the shared token (default: $BERUN_TOKEN)")
+	dial := fs.Duration("dial-timeout", 5*time.Second, "bound on connecting to each agent")
+	liveness := fs.Duration("liveness", 3*time.Second, "an agent silent this long is failed")
+	startDelay := fs.Duration("start-delay", time.Second, "lead time of the synchronized start")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	pos, code := parse(fs, args)
+	if code != 0 {
+		return helpCode(code)
+	}
+	if len(pos) != 1 || *hostsFile == "" {
+		fmt.Fprintln(stderr, "berun run: want exactly one PLAN and --hosts HOSTS.yaml")
+		fs.Usage()
+		return 2
+	}
+	p, err := plan.LoadPlan(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "berun run: %v\n", err)
+		return 2
+	}
+	hs, err := plan.LoadHosts(*hostsFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "berun run: %v\n", err)
+		return 2
+	}
+	if _, err := plan.Assign(p, hs); err != nil {
+		fmt.Fprintf(stderr, "berun run: %v\n", err)
+		return 2
+	}
+	tok, ok := loadToken(*tokenFile, stderr)
+	if !ok {
+		return 1
+	}
+	logf := log.New(stderr, "berun run: ", log.Ltime|log.Lmicroseconds).Printf
+	if *quiet {
+		logf = func(string, ...any) {}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rf, err := controller.Run(ctx, controller.Config{Plan: p, Hosts: hs, Token: tok, DialTimeout: *dial,
+		Liveness: *liveness, StartDelay: *startDelay, Logf: logf})
+	if err != nil {
+		fmt.Fprintf(stderr, "berun run: %v\n", err)
+		return 2
+	}
+	path, err := rf.Write(*out)
+	if err != nil {
+		fmt.Fprintf(stderr, "berun run: writing the result: %v\n", err)
+		return 1
+	}
+	fmt.Fprint(stdout, controller.Summary(rf))
+	fmt.Fprintf(stdout, "result: %s\n", path)
+	switch rf.Status {
+	case "ok":
+		return 0
+	case "partial":
+		return 3
+	}
+	return 1
+}
+
+func cmdSelftest(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("selftest", "selftest [--device NAME] [--port N] [--gid-index N] [--json]",
+		`Loopback check of an RDMA device: two RC QPs on the device connected to each other,
+then SEND/RECV ping-pong (latency), chained WRITEs (bandwidth, data check),
+WRITE_WITH_IMM and READ. Needs a build with -tags rdma (libibverbs-dev) and an
+RDMA device; says which is missing otherwise, and exits 1.`, stderr)
+	dev := fs.String("device", "", "RDMA device (default: the first one)")
+	port := fs.Uint("port", 1, "port number")
+	gid := fs.Uint("gid-index", 0, "GID index (RoCEv2 is often not 0: see show_gids)")
+	iters := fs.Int("iters", 1000, "ping-pong round trips")
+	size := fs.Int("size", 1<<20, "bytes per WRITE")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, code := parse(fs, args)
+	if code != 0 || len(pos) > 0 {
+		return helpCode(code)
+	}
+	devs, err := ibv.Devices()
+	switch {
+	case errors.Is(err, ibv.ErrNoRDMA):
+		fmt.Fprintln(stderr, "berun selftest: built without rdma support (rebuild with -tags rdma; needs libibverbs-dev)")
+		return 1
+	case err != nil:
+		hint := ""
+		if _, serr := os.Stat("/sys/class/infiniband"); serr != nil {
+			hint = "; /sys/class/infiniband is absent: no RDMA device or driver"
+		}
+		fmt.Fprintf(stderr, "berun selftest: no RDMA device found (%v%s)\n", err, hint)
+		return 1
+	case len(devs) == 0:
+		fmt.Fprintln(stderr, "berun selftest: no RDMA device found (ibv_get_device_list returned none)")
+		return 1
+	}
+	if *port == 0 || *port > 255 || *gid > 255 {
+		fmt.Fprintln(stderr, "berun selftest: --port must be 1..255 and --gid-index 0..255")
+		return 2
+	}
+	name := *dev
+	if name == "" {
+		name = devs[0]
+	}
+	ctx, err := ibv.OpenWith(name, ibv.Options{Port: uint8(*port), GIDIndex: int(*gid)})
+	if err != nil {
+		fmt.Fprintf(stderr, "berun selftest: %v (devices: %s)\n", err, strings.Join(devs, ", "))
+		return 1
+	}
+	defer ctx.Close()
+	rep, err := selftest.Loopback(ctx, ctx, selftest.Options{Port: uint8(*port), GIDIndex: uint8(*gid), Iters: *iters, Size: *size})
+	if *asJSON && rep != nil {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	} else if rep != nil {
+		fmt.Fprintf(stdout, "device %s port %d GID[%d] %s, %.0f Gbps, path MTU %d\n", rep.Device, *port, *gid, rep.GID, rep.PortRateGbps, rep.PathMTU)
+		for _, c := range rep.Checks {
+			fmt.Fprintf(stdout, "  ok  %s\n", c)
+		}
+		if err == nil {
+			fmt.Fprintf(stdout, "latency (half RTT, 64 B SEND): p50 %.2f us, p99 %.2f us\n", rep.LatencyUSP50, rep.LatencyUSP99)
+			fmt.Fprintf(stdout, "WRITE bandwidth: %.2f GB/s (%d bytes)\n", rep.WriteGBps, rep.WriteBytes)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "berun selftest: FAILED: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "selftest passed")
+	return 0
+}
+
+func cmdRoles(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("roles", "roles", "Lists the roles a plan may use, with their parameters and defaults.", stderr)
+	if pos, code := parse(fs, args); code != 0 || len(pos) > 0 {
+		return helpCode(code)
+	}
+	for _, n := range role.Names() {
+		info, _ := role.Lookup(n)
+		fmt.Fprintf(stdout, "%s\n    %s\n", n, info.Summary)
+		for _, p := range info.Params {
+			def := ""
+			if p.Default != "" {
+				def = " (default " + p.Default + ")"
+			}
+			fmt.Fprintf(stdout, "    %-14s %s%s\n", p.Name, p.Doc, def)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/besim/besim/verbs/ibv"
+)
+
+func runCmd(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestHelp(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		words string
+	}{
+		{[]string{"--help"}, "Commands:"},
+		{[]string{"agent", "--help"}, "--listen"},
+		{[]string{"run", "--help"}, "HOSTS.yaml"},
+		{[]string{"selftest", "--help"}, "--device"},
+		{[]string{"roles", "--help"}, "Lists the roles"},
+	} {
+		code, out, errs := runCmd(c.args...)
+		if code != 0 || !strings.Contains(out+errs, c.words) {
+			t.Errorf("%v: exit %d, output %q", c.args, code, out+errs)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "p.yaml")
+	os.WriteFile(plan, []byte("name: x\nduration: 1s\nroles: [{id: a, role: tcp-bulk, host: nohost, params: {mode: sink}}]\n"), 0o644)
+	hosts := filepath.Join(dir, "h.yaml")
+	os.WriteFile(hosts, []byte("hosts: [{name: h1, control: '127.0.0.1:1', data: 127.0.0.1}]\n"), 0o644)
+	t.Setenv("BERUN_TOKEN", "")
+	os.Unsetenv("BERUN_TOKEN")
+	for _, c := range []struct {
+		args  []string
+		code  int
+		words string
+	}{
+		{nil, 2, "Commands:"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"agent"}, 2, "--listen ADDR is required"},
+		{[]string{"agent", "--listen", "127.0.0.1:0"}, 1, "no token"},
+		{[]string{"run", plan}, 2, "--hosts"},
+		{[]string{"run", plan, "--hosts", hosts}, 2, `host "nohost" is not in the hosts file`},
+	} {
+		code, out, errs := runCmd(c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.words) {
+			t.Errorf("%v: exit %d (want %d), output %q (want %q)", c.args, code, c.code, out+errs, c.words)
+		}
+	}
+	t.Setenv("BERUN_TOKEN", "0123456789abcdef0123")
+	if code, _, errs := runCmd("agent", "--listen", "0.0.0.0:0"); code != 1 || !strings.Contains(errs, "binds every interface") {
+		t.Errorf("wildcard listen: %d %q", code, errs)
+	}
+}
+
+// TestSelftestWithoutDevice: without the rdma tag, or without a device,
+// selftest says so and exits non-zero.
+func TestSelftestWithoutDevice(t *testing.T) {
+	if devs, err := ibv.Devices(); err == nil && len(devs) > 0 {
+		t.Skipf("RDMA devices present (%v): the hardware path is exercised by running berun selftest", devs)
+	}
+	code, _, errs := runCmd("selftest")
+	if code == 0 {
+		t.Fatalf("selftest without a device exited 0: %q", errs)
+	}
+	if !strings.Contains(errs, "built without rdma support") && !strings.Contains(errs, "no RDMA device found") {
+		t.Fatalf("unclear message: %q", errs)
+	}
+	t.Log(strings.TrimSpace(errs))
+}
