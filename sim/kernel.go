@@ -40,6 +40,7 @@ type Kernel struct {
 	cur   []entry
 	curAt int // read position in cur; cur holds entries at instant last
 	slots [levels][nslots][]entry
+	mins  [levels][nslots]Time   // earliest instant in each non-empty slot
 	bits  [levels][nwords]uint64 // non-empty slots per level
 	used  uint64                 // non-empty levels
 
@@ -119,6 +120,9 @@ func (k *Kernel) file(e entry) {
 	}
 	lv := uint(63-bits.LeadingZeros64(x)) / digit
 	s := uint(uint64(e.at)>>(digit*lv)) & (nslots - 1)
+	if len(k.slots[lv][s]) == 0 || e.at < k.mins[lv][s] {
+		k.mins[lv][s] = e.at
+	}
 	k.slots[lv][s] = append(k.slots[lv][s], e)
 	k.bits[lv][s>>6] |= 1 << (s & 63)
 	k.used |= 1 << lv
@@ -169,12 +173,7 @@ func (k *Kernel) advance(until Time) bool {
 			sortBySeq(k.cur)
 			return true
 		}
-		m := sl[0].at
-		for _, e := range sl[1:] {
-			if e.at < m {
-				m = e.at
-			}
-		}
+		m := k.mins[lv][s] // kept on filing, so no scan of the slot
 		if m > until {
 			return false
 		}
