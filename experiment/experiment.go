@@ -29,9 +29,10 @@ type Sim struct {
 	Net      *fabric.Network // nil for a benchmark
 	flows    []flowRef       // scenario flow instance of each fabric flow id
 
-	hosts  []*rdmaHost // hosts.nic: rnic, by host index
-	rflows []*rdmaFlow // rc and ud flows, in ExpandFlows order
-	bench  *bench      // benchmark scenarios
+	hosts  []*rdmaHost  // hosts.nic: rnic, by host index
+	rflows []*rdmaFlow  // rc and ud flows, in ExpandFlows order
+	bench  *bench       // benchmark scenarios
+	work   *workloadSim // workload scenarios
 }
 
 type flowRef struct {
@@ -145,6 +146,9 @@ func Build(s *scenarios.Scenario) (*Sim, error) {
 	if s.Benchmark != nil {
 		return buildBenchmark(s)
 	}
+	if s.Workload != nil {
+		return buildWorkload(s)
+	}
 	cfg, err := FabricConfig(s)
 	if err != nil {
 		return nil, err
@@ -180,6 +184,9 @@ func Build(s *scenarios.Scenario) (*Sim, error) {
 // is set on the result; writers leave it out of files that must be
 // byte-identical across runs.
 func (x *Sim) Run() *report.Result {
+	if x.work != nil {
+		return x.runWorkload()
+	}
 	start := time.Now()
 	var r *report.Result
 	var ev uint64
@@ -204,6 +211,9 @@ func (x *Sim) Run() *report.Result {
 // BDP (fabric.Network.WriteExplain).
 func (x *Sim) Explain(w io.Writer) error {
 	s := x.Scenario
+	if x.work != nil {
+		return x.work.explain(s, w)
+	}
 	if x.bench != nil {
 		_, err := fmt.Fprintf(w, "%s: valid (benchmark %s, %d runs, %s measured after %s warmup each)\n",
 			s.Name, s.Benchmark.Kind, x.bench.runs(s), s.Duration, s.Benchmark.Warmup)

@@ -17,6 +17,9 @@ func (x *Sim) Result() *report.Result {
 	if x.bench != nil {
 		return x.bench.run(x.Scenario)
 	}
+	if x.work != nil {
+		return x.work.run(x.Scenario)
+	}
 	rep := x.Net.Report()
 	s := x.Scenario
 	r := &report.Result{Tool: "besim", Scenario: s.Name, Seed: s.Seed, Duration: rep.Time.String()}

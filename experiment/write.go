@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
@@ -40,7 +41,9 @@ func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) 
 			if err := r.Tables[i].WriteCSV(&b); err != nil {
 				return nil, err
 			}
-			if err := put(r.Tables[i].Name+".csv", b.Bytes()); err != nil {
+			// Histogram tables are named hist/NAME: keep files flat.
+			name := strings.ReplaceAll(r.Tables[i].Name, "/", "_")
+			if err := put(name+".csv", b.Bytes()); err != nil {
 				return nil, err
 			}
 		}

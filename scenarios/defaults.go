@@ -170,6 +170,9 @@ func (s *Scenario) ApplyDefaults() error {
 		return d.errs.err()
 	}
 
+	if s.Workload != nil {
+		d.workloadEarly()
+	}
 	f := &s.Fabric
 	def(d, "fabric.links.rate", &f.Links.Rate, defaultLinkRate)
 	def(d, "fabric.links.delay", &f.Links.Delay, defaultLinkDelay)
@@ -260,6 +263,9 @@ func (s *Scenario) ApplyDefaults() error {
 	}
 	if s.Hosts.NIC == RNICModel {
 		d.rnic()
+	}
+	if s.Workload != nil {
+		d.workload()
 	}
 	d.outputs()
 	return d.errs.err()

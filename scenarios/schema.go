@@ -39,6 +39,7 @@ type Scenario struct {
 	DCQCN       *DCQCN     `yaml:"dcqcn,omitempty"`
 	Flows       []Flow     `yaml:"flows,omitempty"`
 	Benchmark   *Benchmark `yaml:"benchmark,omitempty"`
+	Workload    *Workload  `yaml:"workload,omitempty"`
 	Outputs     Outputs    `yaml:"outputs"`
 
 	src *source // positions of the nodes it was parsed from; nil if built in Go

@@ -49,6 +49,9 @@ func (s *Scenario) Validate() error {
 	v := &validator{s: s}
 	v.top()
 	if s.Benchmark != nil {
+		if s.Workload != nil {
+			v.bad("workload", "not used with a benchmark (a scenario is a benchmark, a workload, or flows)")
+		}
 		v.benchmark()
 		v.rnic()
 		v.dcqcn()
@@ -63,7 +66,11 @@ func (s *Scenario) Validate() error {
 	v.hostsConfig()
 	v.rnic()
 	v.dcqcn()
-	v.flows(hosts, declared)
+	if s.Workload != nil {
+		v.workload()
+	} else {
+		v.flows(hosts, declared)
+	}
 	v.outputs()
 	return v.errs.err()
 }

@@ -1,0 +1,296 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/workloads"
+)
+
+// workloadSim is a workload scenario (section workload): the ByteExpress
+// core over simhost, driven by package workloads.
+type workloadSim struct {
+	cfg    workloads.IncastConfig // incast-pull
+	ps     *workloads.PSConfig    // ps-cluster
+	events uint64
+}
+
+// IncastConfig translates a workload scenario of kind incast-pull.
+func IncastConfig(s *scenarios.Scenario) (workloads.IncastConfig, error) {
+	w := s.Workload
+	sc, err := clusterConfig(s)
+	if err != nil {
+		return workloads.IncastConfig{}, err
+	}
+	cfg := workloads.IncastConfig{Cluster: sc, HostsPerLeaf: w.HostsPerLeaf, Workers: w.Workers, Servers: w.Servers,
+		Request: int(w.Request), Outstanding: w.Outstanding, Rate: w.Rate,
+		Victim: w.VictimOn(), VictimMessage: int(w.VictimMessage), VictimWindow: w.VictimDepth,
+		BandwidthFlows: w.BandwidthFlows, Warmup: w.Warmup.Time(), Measure: s.Duration.Time(), Seed: s.Seed,
+		Response: sizeDist(w.Response)}
+	if err := cfg.Response.Prepare(); err != nil {
+		return cfg, s.Errorf("workload.response", "%v", err)
+	}
+	return cfg, nil
+}
+
+func buildWorkload(s *scenarios.Scenario) (*Sim, error) {
+	if s.Workload.Kind == scenarios.PSCluster {
+		cfg, err := PSConfig(s)
+		if err != nil {
+			return nil, err
+		}
+		return &Sim{Scenario: s, work: &workloadSim{ps: &cfg}}, nil
+	}
+	if s.Workload.Kind != scenarios.IncastPull {
+		return nil, s.Errorf("workload.kind", "unknown workload %q", s.Workload.Kind)
+	}
+	cfg, err := IncastConfig(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Sim{Scenario: s, work: &workloadSim{cfg: cfg}}, nil
+}
+
+func (w *workloadSim) explain(s *scenarios.Scenario, out io.Writer) error {
+	if err := w.summary(s, out); err != nil {
+		return err
+	}
+	// The derived thresholds, headroom and BDP of the fabric the workload
+	// runs on.
+	fc := w.cfg.Cluster.Fabric
+	if w.ps != nil {
+		fc = w.ps.Cluster.Fabric
+	}
+	net, err := fabric.New(sim.NewKernel(), fc)
+	if err != nil {
+		return s.Errorf("fabric", "%v", err)
+	}
+	return net.WriteExplain(out)
+}
+
+func (w *workloadSim) summary(s *scenarios.Scenario, out io.Writer) error {
+	t := s.Fabric.Topology
+	if p := w.ps; p != nil {
+		_, err := fmt.Fprintf(out, "%s: valid (workload ps-cluster: %d shards on %d servers, %d rankers (fan-out %d), %d trainers (%d shards, compute %s), window %d B (0: none); leaf-spine of %d leaves x %d hosts, 1 spine; %s measured after setup + %s warmup)\n",
+			s.Name, p.Shards, p.Servers, p.Rankers, p.FanOut, p.Trainers, p.TrainerShards, p.Compute, p.Cluster.BE.Cwnd, t.Leaves, t.HostsPerLeaf, s.Duration, s.Workload.Warmup)
+		return err
+	}
+	win := "no software window"
+	if c := w.cfg.Cluster.BE.Cwnd; c > 0 {
+		win = fmt.Sprintf("send window %d B per engine", c)
+	}
+	_, err := fmt.Fprintf(out, "%s: valid (workload %s: %d workers pulling from %d servers, %s, fragments %d B; leaf-spine of %d leaves x %d hosts, 1 spine; %s measured after setup + %s warmup)\n",
+		s.Name, s.Workload.Kind, w.cfg.Workers, w.cfg.Servers, win, w.cfg.Cluster.BE.FragSize, t.Leaves, t.HostsPerLeaf, s.Duration, s.Workload.Warmup)
+	return err
+}
+
+func (w *workloadSim) run(s *scenarios.Scenario) *report.Result {
+	r := &report.Result{Tool: "besim", Scenario: s.Name, Seed: s.Seed, Duration: s.Duration.String()}
+	if w.ps != nil {
+		res, err := workloads.RunPS(*w.ps)
+		if err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("workload failed: %v", err))
+			return r
+		}
+		w.events = res.Events
+		PSResult(r, w.ps, res)
+		return r
+	}
+	res, err := workloads.RunIncast(w.cfg)
+	if err != nil {
+		// No metrics: a sweep or search over a failed point must not read
+		// it as "no PFC".
+		r.Notes = append(r.Notes, fmt.Sprintf("workload failed: %v", err))
+		return r
+	}
+	w.events = res.Events
+	IncastResult(r, &w.cfg, res)
+	return r
+}
+
+// IncastResult adds one incast run's metrics, tables and notes to r.
+func IncastResult(r *report.Result, cfg *workloads.IncastConfig, res *workloads.IncastResult) {
+	t := res.Report.Totals
+	cwnd := cfg.Cluster.BE.Cwnd
+	r.Add("workload/servers", float64(cfg.Servers), "")
+	r.Add("workload/window", float64(cwnd), "bytes")
+	r.Add("workload/hosts", float64(res.Hosts), "")
+	r.Add("pull/count", float64(res.Pulls), "")
+	h := res.Latency
+	r.Add("pull/mean", h.Mean()/1e3, "us")
+	r.Add("pull/p50", float64(h.P50())/1e3, "us")
+	r.Add("pull/p99", float64(h.P99())/1e3, "us")
+	r.Add("pull/max", float64(h.Max())/1e3, "us")
+	r.Add("worker/goodput", res.WorkerGbps, "Gbps")
+	if cfg.Victim {
+		r.Add("victim/goodput", res.VictimGbps, "Gbps")
+		r.Add("victim/paused", res.VictimPaused.Seconds()*1e6, "us")
+	}
+	r.Add("pfc/frames_tx", float64(t.PFCFramesTx), "frames")
+	r.Add("pfc/xoff_events", float64(t.XOFFEvents), "")
+	r.Add("pfc/host_paused", t.HostPausedTime.Seconds()*1e6, "us")
+	r.Add("fabric/drops", float64(t.Drops+t.HeadroomDrops), "packets")
+	r.Add("fabric/ecn_marks", float64(t.ECNMarks), "packets")
+	r.Add("switch/max_shared_used", float64(t.SharedUsedMax), "bytes")
+	r.Add("cpu/server_util", res.ServerCPU, "")
+	r.Add("cpu/worker_util", res.WorkerCPU, "")
+	r.Add("workload/setup", res.Setup.Seconds()*1e6, "us")
+
+	tbl := report.Table{Name: "incast", Title: "Synthetic incast (paper Figure 14): pulls, bandwidth, PFC", KeyName: "window",
+		Columns: []report.Column{{Name: "servers"}, {Name: "pulls"}, {Name: "P50", Unit: "us"}, {Name: "P99", Unit: "us"},
+			{Name: "worker bw", Unit: "Gbps"}, {Name: "victim bw", Unit: "Gbps"}, {Name: "PFC frames"}, {Name: "victim paused", Unit: "us"},
+			{Name: "max shared", Unit: "KB"}, {Name: "server CPU", Unit: "%"}, {Name: "worker CPU", Unit: "%"}}}
+	key := "none"
+	if cwnd > 0 {
+		key = scenarios.Size(cwnd).String()
+	}
+	tbl.AddRow(key, float64(cfg.Servers), float64(res.Pulls), float64(h.P50())/1e3, float64(h.P99())/1e3,
+		res.WorkerGbps, res.VictimGbps, float64(t.PFCFramesTx), res.VictimPaused.Seconds()*1e6,
+		float64(t.SharedUsedMax)/1e3, 100*res.ServerCPU, 100*res.WorkerCPU)
+	r.Tables = append(r.Tables, tbl, h.Table("pull_latency", "ns"))
+
+	// Switch ports that paused or were paused.
+	ports := report.Table{Name: "ports", Title: "Switch ports with PFC activity (lossless priority)", KeyName: "port/prio",
+		Columns: []report.Column{{Name: "pause tx"}, {Name: "pause rx"}, {Name: "paused", Unit: "us"},
+			{Name: "max queue", Unit: "KB"}, {Name: "max ingress", Unit: "KB"}, {Name: "XOFF now", Unit: "KB"}}}
+	var xoff int64
+	for _, sw := range res.Report.Switches {
+		for _, p := range sw.Ports {
+			for prio, q := range p.Prio {
+				if q.PauseTx+q.PauseRx > 0 {
+					ports.AddRow(fmt.Sprintf("%s->%s/%d", sw.Name, p.PeerName, prio), float64(q.PauseTx), float64(q.PauseRx),
+						q.PausedTime.Seconds()*1e6, float64(q.MaxQueue)/1e3, float64(q.Ingress.MaxBytes)/1e3, float64(q.XOFF)/1e3)
+				}
+				if sw.Name == "leaf0" && p.PeerName == "spine0" && prio == fabric.DefaultLosslessPrio {
+					xoff = q.XOFF
+				}
+			}
+		}
+	}
+	if len(ports.Rows) > 0 {
+		r.Tables = append(r.Tables, ports)
+	}
+	per := "a whole response"
+	if cwnd > 0 {
+		per = fmt.Sprintf("at most the %d B window", cwnd)
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("each of the %d servers has %s per worker outstanding (x %d requests); leaf0's XOFF threshold for its ingress from the spine is now %d B (dynamic: alpha x free buffer)",
+		cfg.Servers, per, cfg.Outstanding, xoff))
+	if t.PFCFramesTx > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("PFC fired: %d pause frames, %d XOFF events; the victim's uplink was paused %s", t.PFCFramesTx, t.XOFFEvents, res.VictimPaused))
+	} else {
+		r.Notes = append(r.Notes, fmt.Sprintf("PFC did not fire: the most shared buffer used was %d B", t.SharedUsedMax))
+	}
+	for _, e := range res.Errors {
+		r.Notes = append(r.Notes, "error: "+e.Error())
+	}
+}
+
+// runWorkload is Sim.Run for a workload scenario.
+func (x *Sim) runWorkload() *report.Result {
+	start := time.Now()
+	r := x.work.run(x.Scenario)
+	wall := time.Since(start).Seconds()
+	r.Timing = &report.Timing{WallSeconds: wall, Events: x.work.events}
+	if wall > 0 {
+		r.Timing.EventsPerSecond = float64(x.work.events) / wall
+	}
+	return r
+}
+
+// clusterConfig is the simhost configuration of a workload scenario.
+func clusterConfig(s *scenarios.Scenario) (simhost.Config, error) {
+	w := s.Workload
+	fc, err := FabricConfig(s)
+	if err != nil {
+		return simhost.Config{}, err
+	}
+	nic, err := NICConfig(s, int64(s.Fabric.Links.HostRate))
+	if err != nil {
+		return simhost.Config{}, err
+	}
+	nic.SizesOnly = false
+	sc := simhost.Config{Fabric: fc, NIC: nic, CPU: simhost.DefaultCPUCost()}
+	sc.BE.Cwnd = int(w.Window.Bytes())
+	sc.BE.FragSize = int(w.Fragment)
+	return sc, nil
+}
+
+func sizeDist(d scenarios.SizeDist) workloads.SizeDist {
+	out := workloads.SizeDist{Kind: workloads.DistKind(d.Dist), Size: int(d.Size), Min: int(d.Min),
+		Max: int(d.Max), Mean: int(d.Mean), P99: int(d.P99)}
+	for _, p := range d.CDF {
+		out.CDF = append(out.CDF, workloads.CDFPoint{Size: int(p.Size), P: p.P.Float64()})
+	}
+	return out
+}
+
+// PSConfig translates a workload scenario of kind ps-cluster.
+func PSConfig(s *scenarios.Scenario) (workloads.PSConfig, error) {
+	w := s.Workload
+	sc, err := clusterConfig(s)
+	if err != nil {
+		return workloads.PSConfig{}, err
+	}
+	cfg := workloads.PSConfig{Cluster: sc, HostsPerLeaf: w.HostsPerLeaf, Servers: w.Servers, Shards: w.Shards,
+		Rankers: w.Rankers, Trainers: w.Trainers, Request: int(w.Request), FanOut: w.FanOut,
+		RankerOutstanding: w.Outstanding, RankerRate: w.Rate, FetchResponse: sizeDist(w.Response),
+		TrainerShards: w.TrainerShards, Warmup: w.Warmup.Time(), Measure: s.Duration.Time(), Seed: s.Seed}
+	if w.Compute != nil {
+		cfg.Compute = max(w.Compute.Time(), 1)
+	}
+	if w.Push != nil {
+		cfg.PushSize = sizeDist(*w.Push)
+	}
+	for _, d := range []*workloads.SizeDist{&cfg.FetchResponse, &cfg.PushSize} {
+		if err := d.Prepare(); err != nil {
+			return cfg, s.Errorf("workload.response", "%v", err)
+		}
+	}
+	return cfg, nil
+}
+
+// PSResult adds one PS-cluster run's metrics and table to r.
+func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult) {
+	t := res.Report.Totals
+	r.Add("workload/servers", float64(cfg.Servers), "")
+	r.Add("workload/window", float64(cfg.Cluster.BE.Cwnd), "bytes")
+	tbl := report.Table{Name: "ps", Title: "Parameter-server cluster (paper §2.1): latency of user requests, fetch sub-requests, training iterations",
+		KeyName: "what", Columns: []report.Column{{Name: "count"}, {Name: "completed in interval"}, {Name: "mean", Unit: "us"},
+			{Name: "P50", Unit: "us"}, {Name: "P99", Unit: "us"}, {Name: "max", Unit: "us"}}}
+	for _, h := range []struct {
+		name string
+		h    interface {
+			Count() int64
+			Mean() float64
+			P50() int64
+			P99() int64
+			Max() int64
+		}
+		done int64
+	}{{"user", res.UserLatency, res.UserRequests}, {"fetch", res.SubLatency, -1}, {"iteration", res.IterTime, res.Iterations}} {
+		r.Add(h.name+"/count", float64(h.h.Count()), "")
+		r.Add(h.name+"/p50", float64(h.h.P50())/1e3, "us")
+		r.Add(h.name+"/p99", float64(h.h.P99())/1e3, "us")
+		tbl.AddRow(h.name, float64(h.h.Count()), float64(h.done), h.h.Mean()/1e3, float64(h.h.P50())/1e3, float64(h.h.P99())/1e3, float64(h.h.Max())/1e3)
+	}
+	r.Add("client/goodput", res.ClientGbps, "Gbps")
+	r.Add("server/goodput", res.ServerGbps, "Gbps")
+	r.Add("pfc/frames_tx", float64(t.PFCFramesTx), "frames")
+	r.Add("pfc/xoff_events", float64(t.XOFFEvents), "")
+	r.Add("pfc/host_paused", t.HostPausedTime.Seconds()*1e6, "us")
+	r.Add("fabric/drops", float64(t.Drops+t.HeadroomDrops), "packets")
+	r.Add("fabric/ecn_marks", float64(t.ECNMarks), "packets")
+	r.Add("switch/max_shared_used", float64(t.SharedUsedMax), "bytes")
+	r.Tables = append(r.Tables, tbl)
+	r.Notes = append(r.Notes, fmt.Sprintf("fetch sub-requests: one per distinct server of a request's shards (the \"fetch\" row has no completion count); %d PFC frames", t.PFCFramesTx))
+	for _, e := range res.Errors {
+		r.Notes = append(r.Notes, "error: "+e.Error())
+	}
+}

@@ -1,0 +1,453 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/besim/besim/sim"
+)
+
+// This file holds the workload section: application traffic driven
+// through the ByteExpress core over simulated hosts (package workloads,
+// run by package experiment). A workload scenario has no flows; its
+// topology is derived from the workload (see WorkloadTopology).
+
+// WorkloadKind selects a workload.
+type WorkloadKind string
+
+// Workloads.
+const (
+	// IncastPull is the synthetic incast of the paper's Figure 14 (§6.3):
+	// workers pulling from many parameter servers, a victim flow.
+	IncastPull WorkloadKind = "incast-pull"
+	// PSCluster is the parameter-server cluster of §2.1 (Figure 1): shards
+	// hashed over servers, rankers with fan-out fetches, trainers that
+	// fetch, compute and push.
+	PSCluster WorkloadKind = "ps-cluster"
+)
+
+var workloadKinds = []string{string(IncastPull), string(PSCluster)}
+
+// UnmarshalYAML accepts incast-pull, ps-cluster.
+func (k *WorkloadKind) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(k), "workload kind", workloadKinds)
+}
+
+// DistName names a message-size distribution.
+type DistName string
+
+// Size distributions.
+const (
+	DistFixed     DistName = "fixed"
+	DistUniform   DistName = "uniform"
+	DistLogNormal DistName = "lognormal"
+	DistEmpirical DistName = "empirical"
+)
+
+var distNames = []string{string(DistFixed), string(DistUniform), string(DistLogNormal), string(DistEmpirical)}
+
+// UnmarshalYAML accepts fixed, uniform, lognormal, empirical.
+func (d *DistName) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(d), "size distribution", distNames)
+}
+
+// SizeDist is a message-size distribution; only the keys of its Dist may
+// be set: fixed {size}, uniform {min, max}, lognormal {mean, p99},
+// empirical {cdf: [{size, p}, ...]} (linear between points, last p 1).
+type SizeDist struct {
+	Dist DistName   `yaml:"dist"`
+	Size Size       `yaml:"size,omitempty"`
+	Min  Size       `yaml:"min,omitempty"`
+	Max  Size       `yaml:"max,omitempty"`
+	Mean Size       `yaml:"mean,omitempty"`
+	P99  Size       `yaml:"p99,omitempty"`
+	CDF  []CDFPoint `yaml:"cdf,omitempty"`
+}
+
+// CDFPoint is one point of an empirical CDF: P(size <= Size) = P.
+type CDFPoint struct {
+	Size Size     `yaml:"size"`
+	P    Fraction `yaml:"p"`
+}
+
+// Window is the per-engine software send window: "none" (no software
+// control, the paper's baseline) or a size. The zero value is unset.
+type Window struct {
+	None bool
+	Size Size
+}
+
+func (w Window) String() string {
+	if w.None {
+		return "none"
+	}
+	return w.Size.String()
+}
+
+// IsZero reports whether w is unset.
+func (w Window) IsZero() bool { return w == Window{} }
+
+// Bytes is the window in bytes, 0 for none.
+func (w Window) Bytes() int64 {
+	if w.None {
+		return 0
+	}
+	return int64(w.Size)
+}
+
+// MarshalYAML writes "none" or the size.
+func (w Window) MarshalYAML() (any, error) { return w.String(), nil }
+
+// UnmarshalYAML accepts "none" (or 0) or a size.
+func (w *Window) UnmarshalYAML(n *yaml.Node) error {
+	text, err := scalarText(n, "none or a size like 16KB")
+	if err != nil {
+		return err
+	}
+	t := strings.TrimSpace(text)
+	if t == "none" || t == "0" {
+		*w = Window{None: true}
+		return nil
+	}
+	v, err := ParseSize(text)
+	if err != nil {
+		return &Error{Line: n.Line, Msg: fmt.Sprintf("%q is not a window (use none, or a size, %s)", text, sizeExamples)}
+	}
+	*w = Window{Size: v}
+	return nil
+}
+
+// Workload is application traffic over the ByteExpress core.
+type Workload struct {
+	Kind WorkloadKind `yaml:"kind"`
+	// HostsPerLeaf is the hosts under every leaf switch; default 32 (an
+	// assumption: a 32-port 25 Gb/s ToR).
+	HostsPerLeaf int `yaml:"hosts_per_leaf"`
+	Workers      int `yaml:"workers,omitempty"` // pulling hosts, all on leaf 0; default 1
+	// Servers is the number of parameter servers every worker pulls from
+	// (0: the victim alone, a baseline). Required.
+	Servers  int      `yaml:"servers"`
+	Request  Size     `yaml:"request"`  // fetch request size; default 64B
+	Response SizeDist `yaml:"response"` // default lognormal, mean 20KB, p99 50KB (paper §2.1)
+	// Outstanding is the closed-loop concurrency: requests each worker keeps
+	// outstanding to each server. Default 4.
+	Outstanding int `yaml:"outstanding"`
+	// Rate > 0 selects open-loop Poisson arrivals instead: requests per
+	// second from each worker to each server.
+	Rate float64 `yaml:"rate,omitempty"`
+	// Window is byteexpress Config.Cwnd of every engine; default none.
+	Window Window `yaml:"window"`
+	// Fragment is byteexpress Config.FragSize; default 4KiB.
+	Fragment Size `yaml:"fragment"`
+	// Victim adds the victim flow (a perftest-like RC WRITE stream from a
+	// host on the servers' leaf to an idle host on the workers' leaf).
+	// Default true.
+	Victim        *bool `yaml:"victim,omitempty"`
+	VictimMessage Size  `yaml:"victim_message,omitempty"` // default 64KiB
+	VictimDepth   int   `yaml:"victim_depth,omitempty"`   // WRITEs outstanding; default 16
+	// BandwidthFlows are more such streams, into the workers. Default 0.
+	BandwidthFlows int `yaml:"bandwidth_flows,omitempty"`
+	// Warmup runs after every socket is connected and before the measured
+	// interval (the top-level duration). Default 200us.
+	Warmup Duration `yaml:"warmup"`
+
+	// ps-cluster only (servers, window, fragment, request, response,
+	// outstanding, rate, hosts_per_leaf and warmup are shared; response is
+	// per shard, outstanding and rate are the rankers').
+	Shards        int       `yaml:"shards,omitempty"`         // default 8 x servers
+	Rankers       int       `yaml:"rankers,omitempty"`        // inference clients
+	Trainers      int       `yaml:"trainers,omitempty"`       // training clients
+	FanOut        int       `yaml:"fan_out,omitempty"`        // shards per user request; default 8
+	TrainerShards int       `yaml:"trainer_shards,omitempty"` // shards per iteration; default fan_out
+	Compute       *Duration `yaml:"compute,omitempty"`        // trainer compute per iteration; default 100us
+	Push          *SizeDist `yaml:"push,omitempty"`           // trainer update per shard; default = response
+}
+
+// VictimOn reports whether the victim flow is enabled.
+func (w *Workload) VictimOn() bool { return w.Victim == nil || *w.Victim }
+
+// Workload defaults. Sources: the request and response sizes are the
+// paper's training workload (§2.1, §6.3: mean 20 KB, P99 50 KB); 4
+// outstanding requests per server is an assumption (§2.1 says only that
+// rankers keep multiple requests outstanding); the fragment size is the
+// byteexpress default (Figure 13's 4 KB); the victim is perftest's
+// ib_write_bw default message (64 KiB) with 16 outstanding, as the
+// pfc-incast scenario.
+const (
+	defaultWorkers       = 1
+	defaultFanOut        = 8
+	defaultCompute       = Duration(100 * sim.Microsecond) // assumption: a short forward/backward step
+	defaultHostsPerLeaf  = 32
+	defaultRequest       = 64
+	defaultRespMean      = 20 * KB
+	defaultRespP99       = 50 * KB
+	defaultOutstanding   = 4
+	defaultFragment      = 4 * KiB
+	defaultVictimMessage = 64 * KiB
+	defaultVictimDepth   = 16
+	defaultWorkloadWarm  = Duration(200 * sim.Microsecond)
+	maxWorkloadHosts     = 8192
+	maxOutstanding       = 1024
+	trafficPrio          = 3 // rnic.DefaultTrafficPrio: the priority the RNICs send on
+)
+
+// WorkloadTopology is the topology an incast-pull workload runs on: a
+// leaf-spine of hosts_per_leaf-host leaves and one spine; leaf 0 holds the
+// workers and the victim's receiver; from leaf 1 on come the victim's
+// sender, the servers and the bandwidth-flow senders, on as many leaves as
+// they need (package workloads, IncastConfig.Layout, builds the same).
+func (w *Workload) WorkloadTopology() Topology {
+	hpl := max(w.HostsPerLeaf, 1)
+	if w.Kind == PSCluster {
+		cl := max(1, (w.Rankers+w.Trainers+hpl-1)/hpl)
+		return Topology{Kind: LeafSpine, Leaves: max(2, cl+(w.Servers+hpl-1)/hpl), HostsPerLeaf: hpl, Spines: 1}
+	}
+	n := w.Servers + w.BandwidthFlows
+	if w.VictimOn() {
+		n++
+	}
+	return Topology{Kind: LeafSpine, Leaves: 1 + max(1, (n+hpl-1)/hpl), HostsPerLeaf: hpl, Spines: 1}
+}
+
+// workloadEarly fills what the fabric and NIC defaults depend on: the
+// derived topology, hosts.nic rnic and payload bytes.
+func (d *defaulter) workloadEarly() {
+	s := d.s
+	w := s.Workload
+	def(d, "workload.hosts_per_leaf", &w.HostsPerLeaf, defaultHostsPerLeaf)
+	if w.Kind == PSCluster {
+		def(d, "workload.shards", &w.Shards, 8*w.Servers)
+	} else {
+		def(d, "workload.workers", &w.Workers, defaultWorkers)
+		defBool(&w.Victim, true)
+	}
+	if !s.present("fabric.topology") {
+		s.Fabric.Topology = w.WorkloadTopology()
+	}
+	if s.Hosts.NIC == "" {
+		s.Hosts.NIC = RNICModel
+	}
+	if s.RNIC == nil {
+		s.RNIC = &RNIC{}
+	}
+	if s.RNIC.Payload == "" {
+		s.RNIC.Payload = PayloadBytes
+	}
+}
+
+func (d *defaulter) workload() {
+	w := d.s.Workload
+	const p = "workload"
+	def(d, p+".request", &w.Request, defaultRequest)
+	if w.Response.Dist == "" && !d.s.present(p+".response") {
+		w.Response = SizeDist{Dist: DistLogNormal, Mean: defaultRespMean, P99: defaultRespP99}
+	}
+	def(d, p+".outstanding", &w.Outstanding, defaultOutstanding)
+	if w.Window.IsZero() {
+		w.Window = Window{None: true}
+	}
+	def(d, p+".fragment", &w.Fragment, defaultFragment)
+	def(d, p+".warmup", &w.Warmup, defaultWorkloadWarm)
+	if w.Kind == PSCluster {
+		def(d, p+".fan_out", &w.FanOut, defaultFanOut)
+		def(d, p+".trainer_shards", &w.TrainerShards, w.FanOut)
+		defPtr(&w.Compute, defaultCompute)
+		if w.Push == nil {
+			push := w.Response
+			w.Push = &push
+		}
+		return
+	}
+	def(d, p+".victim_message", &w.VictimMessage, defaultVictimMessage)
+	def(d, p+".victim_depth", &w.VictimDepth, defaultVictimDepth)
+}
+
+func (v *validator) workload() {
+	s := v.s
+	w := s.Workload
+	const p = "workload"
+	shared := []string{"kind", "servers", "hosts_per_leaf", "request", "response", "outstanding", "rate", "window", "fragment", "warmup"}
+	own := map[WorkloadKind][]string{
+		IncastPull: {"workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"},
+		PSCluster:  {"shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push"},
+	}
+	switch w.Kind {
+	case IncastPull, PSCluster:
+		uses := append(append([]string(nil), shared...), own[w.Kind]...)
+		for k, keys := range own {
+			if k == w.Kind {
+				continue
+			}
+			for _, key := range keys {
+				if s.present(p + "." + key) {
+					v.bad(p+"."+key, "not used by kind %s (%s uses: %s)", w.Kind, w.Kind, strings.Join(uses, ", "))
+				}
+			}
+		}
+	case "":
+		v.missingOr(p+".kind", `"" is not a workload kind (allowed: `+strings.Join(workloadKinds, ", ")+")",
+			"missing (required; allowed: "+strings.Join(workloadKinds, ", ")+")")
+	default:
+		v.bad(p+".kind", "%q is not a workload kind (allowed: %s)", w.Kind, strings.Join(workloadKinds, ", "))
+	}
+	if s.present("fabric.topology") && s.Fabric.Topology != w.WorkloadTopology() {
+		t := w.WorkloadTopology()
+		v.bad("fabric.topology", "the topology is derived from the workload (leaf-spine, %d leaves x %d hosts, 1 spine); omit fabric.topology", t.Leaves, t.HostsPerLeaf)
+	}
+	if len(s.Flows) > 0 || s.present("flows") {
+		v.bad("flows", "not used with a workload (its traffic comes from the workload section)")
+	}
+	if s.Hosts.NIC != RNICModel {
+		v.bad("hosts.nic", "%s: a workload runs the ByteExpress core on simulated RNICs (hosts.nic: rnic)", s.Hosts.NIC)
+	}
+	if s.RNIC != nil && s.RNIC.Payload != PayloadBytes {
+		v.bad("rnic.payload", "%s: a workload needs payload: bytes (the ByteExpress wire protocol reads what its peer sends)", s.RNIC.Payload)
+	}
+	declared := false
+	for _, pr := range s.Fabric.Priorities {
+		declared = declared || pr.Prio == trafficPrio
+	}
+	if !declared {
+		v.bad("fabric.priorities", "a workload's RNICs send on priority %d: declare it (lossless, for PFC)", trafficPrio)
+	}
+	v.countRange(p+".hosts_per_leaf", w.HostsPerLeaf, 2, 256)
+	if w.Kind == PSCluster {
+		v.countRange(p+".servers", w.Servers, 1, maxWorkloadHosts)
+		v.countRange(p+".shards", w.Shards, 1, 1<<24)
+		v.countRange(p+".rankers", w.Rankers, 0, maxWorkloadHosts)
+		v.countRange(p+".trainers", w.Trainers, 0, maxWorkloadHosts)
+		if w.Rankers+w.Trainers < 1 {
+			v.bad(p+".rankers", "a ps-cluster needs at least one ranker or trainer")
+		}
+		v.countRange(p+".fan_out", w.FanOut, 1, max(1, min(w.Shards, 4096)))
+		v.countRange(p+".trainer_shards", w.TrainerShards, 1, max(1, min(w.Shards, 4096)))
+		if w.Compute != nil && *w.Compute < 0 {
+			v.bad(p+".compute", "%s is negative", *w.Compute)
+		}
+		if w.Push != nil {
+			v.sizeDist(p+".push", w.Push)
+		}
+		if w.Request < 24 {
+			v.bad(p+".request", "%s is too small for a ps-cluster (at least 24B: slot, send time, op, shard count)", w.Request)
+		}
+	} else {
+		v.countRange(p+".workers", w.Workers, 1, maxWorkloadHosts)
+		if vv := map[bool]int{true: 1}[w.VictimOn()]; w.Workers+vv > w.HostsPerLeaf {
+			v.bad(p+".workers", "%d workers (and the victim's receiver) do not fit on leaf 0 of %d hosts (hosts_per_leaf)", w.Workers, w.HostsPerLeaf)
+		}
+		v.countRange(p+".servers", w.Servers, 0, maxWorkloadHosts)
+	}
+	if !s.present(p+".servers") && w.Servers == 0 {
+		v.bad(p+".servers", "missing (required: how many parameter servers each worker pulls from)")
+	}
+	v.countRange(p+".bandwidth_flows", w.BandwidthFlows, 0, maxWorkloadHosts)
+	if cl := w.Workers + w.Rankers + w.Trainers; cl*max(w.Servers, 1) > 1<<20 {
+		v.bad(p+".servers", "%d clients x %d servers sockets is too many (at most %d)", cl, w.Servers, 1<<20)
+	}
+	if w.Request < 16 || w.Request > 1<<20 {
+		v.bad(p+".request", "%s is out of range (allowed: 16B to 1MiB; it carries the request's send time)", w.Request)
+	}
+	v.sizeDist(p+".response", &w.Response)
+	v.countRange(p+".outstanding", w.Outstanding, 1, maxOutstanding)
+	if w.Rate < 0 || w.Rate > 1e9 {
+		v.bad(p+".rate", "%v is out of range (requests per second per worker-server pair, 0 for closed loop)", w.Rate)
+	}
+	if s.present(p+".rate") && w.Rate > 0 && s.present(p+".outstanding") {
+		v.bad(p+".outstanding", "not used with an open-loop rate")
+	}
+	if !w.Window.None && (w.Window.Size < 256 || w.Window.Size > 64*MiB) {
+		v.bad(p+".window", "%s is out of range (allowed: none, or 256B to 64MiB)", w.Window)
+	}
+	if w.Fragment < 64 || w.Fragment > 64*MiB {
+		v.bad(p+".fragment", "%s is out of range (allowed: 64B to 64MiB)", w.Fragment)
+	}
+	if w.Kind == IncastPull {
+		if w.VictimMessage < 64 || w.VictimMessage > 64*MiB {
+			v.bad(p+".victim_message", "%s is out of range (allowed: 64B to 64MiB)", w.VictimMessage)
+		}
+		v.countRange(p+".victim_depth", w.VictimDepth, 1, maxQueueDepth)
+	}
+	if w.Warmup < 0 {
+		v.bad(p+".warmup", "%s is negative", w.Warmup)
+	}
+}
+
+func (v *validator) sizeDist(p string, d *SizeDist) {
+	s := v.s
+	keys := []struct {
+		key string
+		set bool
+	}{{"size", d.Size != 0}, {"min", d.Min != 0}, {"max", d.Max != 0}, {"mean", d.Mean != 0}, {"p99", d.P99 != 0}, {"cdf", len(d.CDF) > 0}}
+	var uses []string
+	switch d.Dist {
+	case DistFixed:
+		uses = []string{"size"}
+	case DistUniform:
+		uses = []string{"min", "max"}
+	case DistLogNormal:
+		uses = []string{"mean", "p99"}
+	case DistEmpirical:
+		uses = []string{"cdf"}
+	case "":
+		v.missingOr(p+".dist", `"" is not a size distribution (allowed: `+strings.Join(distNames, ", ")+")",
+			"missing (required; allowed: "+strings.Join(distNames, ", ")+")")
+		return
+	default:
+		v.bad(p+".dist", "%q is not a size distribution (allowed: %s)", d.Dist, strings.Join(distNames, ", "))
+		return
+	}
+	for _, k := range keys {
+		used := false
+		for _, u := range uses {
+			used = used || u == k.key
+		}
+		if !used && (k.set || s.present(p+"."+k.key)) {
+			v.bad(p+"."+k.key, "not used by dist %s (%s uses: %s)", d.Dist, d.Dist, strings.Join(uses, ", "))
+		}
+	}
+	const maxMsg = 64 * MiB
+	inRange := func(key string, x Size) {
+		if x < 1 || x > maxMsg {
+			v.bad(p+"."+key, "%s is out of range (allowed: 1B to %s)", x, Size(maxMsg))
+		}
+	}
+	switch d.Dist {
+	case DistFixed:
+		inRange("size", d.Size)
+	case DistUniform:
+		inRange("min", d.Min)
+		inRange("max", d.Max)
+		if d.Max < d.Min {
+			v.bad(p+".max", "%s is below min %s", d.Max, d.Min)
+		}
+	case DistLogNormal:
+		inRange("mean", d.Mean)
+		inRange("p99", d.P99)
+		switch {
+		case d.P99 <= d.Mean:
+			v.bad(p+".p99", "%s must exceed the mean %s", d.P99, d.Mean)
+		case float64(d.P99) > 14*float64(d.Mean):
+			v.bad(p+".p99", "%s is too far above the mean %s for a lognormal (p99/mean at most 14)", d.P99, d.Mean)
+		}
+	case DistEmpirical:
+		if len(d.CDF) == 0 {
+			v.bad(p+".cdf", "empty list (give points {size, p} with the last p 100%%)")
+			return
+		}
+		for i, pt := range d.CDF {
+			pp := idx(p+".cdf", i)
+			inRange(idx(p+".cdf", i)+".size", pt.Size)
+			if pt.P < 0 || pt.P > 1 {
+				v.bad(pp+".p", "%s is out of range (0 to 100%%)", pt.P)
+			}
+			if i > 0 && (pt.Size < d.CDF[i-1].Size || pt.P < d.CDF[i-1].P) {
+				v.bad(pp, "sizes and probabilities must not decrease")
+			}
+		}
+		if d.CDF[len(d.CDF)-1].P != 1 {
+			v.bad(idx(p+".cdf", len(d.CDF)-1)+".p", "the last point must have p 100%%")
+		}
+	}
+}
