@@ -28,3 +28,7 @@ for m in victim/goodput worker/goodput pull/p50 pull/p99; do
 			-o "results/fig15/$f.$ext" results/fig15/sweep.json
 	done
 done
+for ext in png svg; do
+	go run ./cmd/besim plot --x workload.window --y largest -title "Table 4 (model): servers before PFC by send window" \
+		-o "results/table4/servers_before_pfc.$ext" results/table4/search.json
+done
