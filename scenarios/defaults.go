@@ -26,7 +26,7 @@ const (
 	defaultXONOffsetMTUs   = 2 // xon_offset = 2 x hosts.mtu
 	defaultSampleInterval  = Duration(10 * sim.Microsecond)
 	defaultFlowCount       = 1
-	defaultOutputRoot      = "results"
+	defaultOutputRoot      = "out"
 )
 
 var (

@@ -338,7 +338,7 @@ func TestDefaults(t *testing.T) {
 		{"flow rate", s.Flows[0].Rate, FlowRate{Line: true}},
 		{"flow count", s.Flows[0].Count, 1},
 		{"flow size", s.Flows[0].Size, Size(0)},
-		{"dir", s.Outputs.Dir, "results/tiny"},
+		{"dir", s.Outputs.Dir, "out/tiny"},
 		{"json", *s.Outputs.JSON, true},
 		{"csv", *s.Outputs.CSV, true},
 		{"sample", s.Outputs.SampleInterval.String(), "10us"},

@@ -131,7 +131,7 @@ func load(fs *flag.FlagSet, pos []string, seed *uint64, allowDefault bool) (*sce
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "[SCENARIO]", stderr)
 	seed := fs.Uint64("seed", 0, "override the scenario's random seed")
-	out := fs.String("out", "", "output folder (default: the scenario's outputs.dir, else results/NAME)")
+	out := fs.String("out", "", "output folder (default: the scenario's outputs.dir, else out/NAME)")
 	quiet := fs.Bool("q", false, "do not print the summary")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -153,7 +153,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		dir = s.Outputs.Dir
 	}
 	if dir == "" {
-		dir = filepath.Join("results", s.Name)
+		dir = filepath.Join("out", s.Name)
 	}
 	files, err := experiment.Write(res, dir, s.Outputs)
 	if err != nil {

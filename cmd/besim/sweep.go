@@ -50,7 +50,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	jobs := fs.Int("jobs", 0, "simulations run at once (default GOMAXPROCS)")
 	shardFlag := fs.String("shard", "", "run only points with index%n == i: `i/n`, writing a partial file for besim merge")
 	keepFlag := fs.Bool("keep", false, "also keep every point's own tables, series and notes in the result")
-	out := fs.String("o", "", "output `FILE.json` (CSV and Markdown of the table beside it; default results/NAME/sweep.json)")
+	out := fs.String("o", "", "output `FILE.json` (CSV and Markdown of the table beside it; default out/NAME/sweep.json (or search.json))")
 	md := fs.Bool("md", false, "print the table as Markdown")
 	quiet := fs.Bool("q", false, "do not print the table")
 	pos, err := parseInterspersed(fs, args)
@@ -127,7 +127,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		if !opt.Shard.Whole() {
 			name += fmt.Sprintf("-shard-%d-of-%d", opt.Shard.I, opt.Shard.N)
 		}
-		file = filepath.Join("results", base.Scenario.Name, name+".json")
+		file = filepath.Join("out", base.Scenario.Name, name+".json")
 	}
 	files, err := writeSweep(res, file)
 	if err != nil {
