@@ -260,13 +260,7 @@ type incastRun struct {
 	servers   []*simhost.Host
 	vtx, vrx  *simhost.Host
 	streams   []*stream
-	errs      []error
-}
-
-func (r *incastRun) fail(err error) {
-	if len(r.errs) < 8 {
-		r.errs = append(r.errs, err)
-	}
+	failures
 }
 
 func (r *incastRun) setup(hpl int) error {
@@ -452,11 +446,9 @@ func (w *workerApp) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 		if r.cfg.Rate == 0 && !r.stopped {
 			w.pull(ev.Socket, now)
 		}
-	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
-		_ = h.Free(ev.Buf)
-		r.fail(fmt.Errorf("%s: %v %v", h.Name(), ev.Kind, ev.Err))
-	case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
-		r.fail(fmt.Errorf("%s: %v %v", h.Name(), ev.Kind, ev.Err))
+	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned,
+		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
+		r.failed(h, ev)
 	}
 }
 
@@ -484,10 +476,8 @@ func (s *serverApp) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 			_ = h.Free(buf)
 			r.fail(err)
 		}
-	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
-		_ = h.Free(ev.Buf)
-		r.fail(fmt.Errorf("%s: %v %v", h.Name(), ev.Kind, ev.Err))
-	case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
-		r.fail(fmt.Errorf("%s: %v %v", h.Name(), ev.Kind, ev.Err))
+	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned,
+		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
+		r.failed(h, ev)
 	}
 }

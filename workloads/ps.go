@@ -211,13 +211,7 @@ type psRun struct {
 	clients         []*psClient
 	connected       int
 	stopped         bool
-	errs            []error
-}
-
-func (r *psRun) fail(err error) {
-	if len(r.errs) < 8 {
-		r.errs = append(r.errs, err)
-	}
+	failures
 }
 
 func (r *psRun) rx() (clients, servers uint64) {
@@ -402,11 +396,9 @@ func (pc *psClient) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 				pc.fetch(slot, now)
 			}
 		}
-	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
-		_ = h.Free(ev.Buf)
-		r.fail(fmt.Errorf("%s: %v %v", h.Name(), ev.Kind, ev.Err))
-	case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
-		r.fail(fmt.Errorf("%s: %v %v", h.Name(), ev.Kind, ev.Err))
+	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned,
+		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
+		r.failed(h, ev)
 	}
 }
 
@@ -442,10 +434,8 @@ func (s *psServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 			_ = h.Free(buf)
 			r.fail(err)
 		}
-	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
-		_ = h.Free(ev.Buf)
-		r.fail(fmt.Errorf("%s: %v %v", h.Name(), ev.Kind, ev.Err))
-	case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
-		r.fail(fmt.Errorf("%s: %v %v", h.Name(), ev.Kind, ev.Err))
+	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned,
+		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
+		r.failed(h, ev)
 	}
 }
