@@ -167,8 +167,11 @@ func (k *Kernel) advance(until Time) bool {
 			return false
 		}
 		if lv == 0 {
+			// The slot holds exactly one instant: it becomes cur, and cur's
+			// empty array becomes the slot's, with no copy.
 			k.last = base
-			k.cur = append(k.cur[:0], sl...)
+			k.slots[0][s] = k.cur[:0]
+			k.cur = sl
 			k.clear(0, s)
 			sortBySeq(k.cur)
 			return true
