@@ -145,13 +145,7 @@ func (h *HostPort) OnEvent(now sim.Time, tag uint64) {
 	}
 }
 
-func (h *HostPort) armRx(now sim.Time) {
-	if d := h.rx.NextDeadline(); d != sim.Never {
-		h.rxTimer.Set(max(d, now))
-	} else {
-		h.rxTimer.Stop()
-	}
-}
+func (h *HostPort) armRx(now sim.Time) { armPauseTimer(&h.rxTimer, &h.rx, now) }
 
 func (h *HostPort) arrive(now sim.Time, p *Packet) {
 	if p.Kind == KindPause {

@@ -123,11 +123,16 @@ func (p *Port) OnEvent(now sim.Time, tag uint64) {
 	}
 }
 
-func (p *Port) armRx(now sim.Time) {
-	if d := p.rx.NextDeadline(); d != sim.Never {
-		p.rxTimer.Set(max(d, now))
+func (p *Port) armRx(now sim.Time) { armPauseTimer(&p.rxTimer, &p.rx, now) }
+
+// armPauseTimer keeps t set to the next instant the received-pause state rx
+// changes by itself (a pause expiring, the watchdog), for switch and host
+// ports alike.
+func armPauseTimer(t *sim.Timer, rx *pfc.Rx, now sim.Time) {
+	if d := rx.NextDeadline(); d != sim.Never {
+		t.Set(max(d, now))
 	} else {
-		p.rxTimer.Stop()
+		t.Stop()
 	}
 }
 
