@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math/bits"
-	"slices"
 )
 
 // Handler receives events. Components implement it once and tell their event
@@ -19,26 +18,33 @@ type HandlerID uint32
 
 type entry struct {
 	at  Time
-	seq uint64
 	tag uint64
 	hid HandlerID
 }
 
 // Kernel is a single-threaded event loop over virtual time.
 //
-// The queue is a radix heap with byte-wide digits (a hierarchical timing
-// wheel without a fixed horizon): virtual time never goes backwards, so an
-// entry is filed under the highest byte in which its instant differs from the
-// last dispatched instant, in the slot of that byte's value. Push is O(1); an
-// entry cascades down at most 8 levels in its life and in practice two or
-// three, each move a sequential append, which is what beats a binary heap's
-// O(log n) cache-missing sifts at 100k pending. Entries that share an instant
-// leave in insertion order (seq).
+// The queue is a radix heap with 6-bit digits (a hierarchical timing wheel
+// without a fixed horizon): virtual time never goes backwards, so an entry is
+// filed under the highest digit in which its instant differs from last, in
+// the slot of that digit's value. Push is O(1); an entry cascades down a few
+// levels in its life, each move a sequential append, which is what beats a
+// binary heap's O(log n) cache-missing sifts at 100k pending. A sparse
+// bottom-level slot (at most runMax entries) is not cascaded to level 0 but
+// sorted straight into cur, which then spans several instants.
+//
+// Ties leave in insertion order without a sequence number: appends keep every
+// slot in insertion order, a cascade moves a slot's entries in that order, and
+// two entries for one instant can never sit in different slots (the slot of
+// the earlier one is cascaded before last can move past the later one's
+// filing point), so a stable placement by instant is FIFO.
+// TestKernelMatchesReference and TestKernelRunUntilMatchesReference check
+// this against a stable sort.
 type Kernel struct {
 	now   Time
-	last  Time // instant of the last dispatched entry; every queued key is >= last
-	cur   []entry
-	curAt int // read position in cur; cur holds entries at instant last
+	last  Time    // every entry in a slot is > last; cur holds those <= last
+	cur   []entry // sorted by instant (stable) from curAt on
+	curAt int     // read position in cur
 	slots [levels][nslots][]entry
 	mins  [levels][nslots]Time   // earliest instant in each non-empty slot
 	bits  [levels][nwords]uint64 // non-empty slots per level
@@ -48,7 +54,6 @@ type Kernel struct {
 	ids      map[Handler]HandlerID
 
 	n       int
-	seq     uint64
 	events  uint64
 	stopped bool
 }
@@ -96,8 +101,7 @@ func (k *Kernel) Post(at Time, id HandlerID, tag uint64) {
 	if at < k.now {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, k.now))
 	}
-	k.seq++
-	k.file(entry{at: at, seq: k.seq, tag: tag, hid: id})
+	k.file(entry{at: at, tag: tag, hid: id})
 	k.n++
 }
 
@@ -113,11 +117,11 @@ func (k *Kernel) PostAfter(d Time, id HandlerID, tag uint64) { k.Post(k.now+d, i
 
 // file places e relative to last.
 func (k *Kernel) file(e entry) {
-	x := uint64(e.at ^ k.last)
-	if x == 0 {
-		k.cur = append(k.cur, e)
+	if e.at <= k.last {
+		k.insertCur(e)
 		return
 	}
+	x := uint64(e.at ^ k.last)
 	lv := uint(63-bits.LeadingZeros64(x)) / digit
 	s := uint(uint64(e.at)>>(digit*lv)) & (nslots - 1)
 	if len(k.slots[lv][s]) == 0 || e.at < k.mins[lv][s] {
@@ -126,6 +130,22 @@ func (k *Kernel) file(e entry) {
 	k.slots[lv][s] = append(k.slots[lv][s], e)
 	k.bits[lv][s>>6] |= 1 << (s & 63)
 	k.used |= 1 << lv
+}
+
+// runMax bounds the level-1 slots dispatched as one sorted run.
+const runMax = 16
+
+// insertCur adds e to cur, which stays sorted by instant from curAt on. e
+// is newer than everything queued (a Post) or is moved in insertion order (a
+// cascade), so it goes after every entry at or before its instant.
+func (k *Kernel) insertCur(e entry) {
+	k.cur = append(k.cur, e)
+	j := len(k.cur) - 1
+	for j > k.curAt && k.cur[j-1].at > e.at {
+		k.cur[j] = k.cur[j-1]
+		j--
+	}
+	k.cur[j] = e
 }
 
 // lowest returns the lowest non-empty (level, slot).
@@ -173,12 +193,22 @@ func (k *Kernel) advance(until Time) bool {
 			k.slots[0][s] = k.cur[:0]
 			k.cur = sl
 			k.clear(0, s)
-			sortBySeq(k.cur)
 			return true
 		}
 		m := k.mins[lv][s] // kept on filing, so no scan of the slot
 		if m > until {
 			return false
+		}
+		if lv == 1 && len(sl) <= runMax {
+			// A sparse bottom-level slot: sort its few entries into cur
+			// rather than cascading each through level 0. last becomes its
+			// latest instant; later posts up to it are inserted in order.
+			for _, e := range sl {
+				k.insertCur(e)
+			}
+			k.last = k.cur[len(k.cur)-1].at
+			k.clear(lv, s)
+			return true
 		}
 		k.last = m
 		for _, e := range sl { // all land on lower levels or in cur
@@ -186,22 +216,7 @@ func (k *Kernel) advance(until Time) bool {
 		}
 		k.clear(lv, s)
 		if len(k.cur) > 0 {
-			sortBySeq(k.cur)
 			return true
-		}
-	}
-}
-
-func sortBySeq(es []entry) {
-	for i := 1; i < len(es); i++ {
-		if es[i].seq < es[i-1].seq {
-			slices.SortFunc(es, func(a, b entry) int {
-				if a.seq < b.seq {
-					return -1
-				}
-				return 1
-			})
-			return
 		}
 	}
 }
@@ -215,10 +230,10 @@ func (k *Kernel) next(until Time) (entry, bool) {
 			return entry{}, false
 		}
 	}
-	if k.last > until {
+	e := k.cur[k.curAt]
+	if e.at > until {
 		return entry{}, false
 	}
-	e := k.cur[k.curAt]
 	k.curAt++
 	k.n--
 	return e, true
