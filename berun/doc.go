@@ -24,9 +24,12 @@
 // host that dies or hangs as failed (host, phase, reason) and keeps the
 // others' results. Every wait on either side is bounded.
 //
-// The parameter-server workloads (fetch/push over the ByteExpress core) are
-// not written yet. They plug in as roles (role.Register) that read their
-// configuration from Spec.Scenario, and plan gains a mapping from a besim
-// scenario's workloads to role instances; the agent, controller, wire
-// protocol and result file do not change.
+// besim scenarios with a ps-cluster workload run unedited (plan.FromScenario
+// maps the scenario's servers, rankers and trainers onto the hosts file):
+// the ps-server and ps-client roles replay the workload over kernel TCP with
+// besim's shard placement, draws, sizes and random streams, and the
+// controller also writes the run in besim's result format (controller.Report)
+// so `besim compare` puts simulation and hardware side by side. The same
+// roles over verbs (the ByteExpress core on verbs/ibv) are not written yet:
+// `--transport verbs` says so.
 package berun

@@ -139,14 +139,7 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 	}
 	r := &psRun{cfg: &cfg, c: c, user: metrics.New(3), sub: metrics.New(3), iter: metrics.New(3)}
 	hs := c.Hosts()
-	r.shardServer = make([]int, cfg.Shards)
-	for s := range r.shardServer {
-		h := fnv.New64a()
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], uint64(s))
-		h.Write(b[:])
-		r.shardServer[s] = int(h.Sum64() % uint64(cfg.Servers))
-	}
+	r.shardServer = ShardServers(cfg.Shards, cfg.Servers)
 	for i := range cfg.Servers {
 		h := hs[cl*hpl+i]
 		h.SetApp(&psServer{run: r, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/server%d", i))})
@@ -292,26 +285,7 @@ func (pc *psClient) fetch(i int, now sim.Time) {
 	}
 	sl := &pc.slots[i]
 	sl.start, sl.push = now, false
-	sl.servers = sl.servers[:0]
-	sl.shards = sl.shards[:0]
-	// n shard draws, uniform with replacement (a repeated shard is fetched
-	// twice, as two models may need it).
-	for range n {
-		s := pc.rng.IntN(r.cfg.Shards)
-		srv := r.shardServer[s]
-		dup := false
-		for j, v := range sl.servers {
-			if v == srv {
-				sl.shards[j]++
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			sl.servers = append(sl.servers, srv)
-			sl.shards = append(sl.shards, 1)
-		}
-	}
+	sl.servers, sl.shards = DrawFetch(pc.rng, n, r.shardServer, sl.servers[:0], sl.shards[:0])
 	sl.pending = len(sl.servers)
 	for j, srv := range sl.servers {
 		pc.send(srv, i, opFetch, sl.shards[j], r.cfg.Request, now)
@@ -438,4 +412,44 @@ func (s *psServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
 		r.failed(h, ev)
 	}
+}
+
+// ShardServers places shards on servers by hashing the shard id (FNV-1a of
+// its little-endian uint64): entry s is the server holding shard s. besim's
+// ps-cluster and berun's ps roles both use it, so a shard lives on the same
+// server index in simulation and on hardware.
+func ShardServers(shards, servers int) []int {
+	out := make([]int, shards)
+	for s := range out {
+		h := fnv.New64a()
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(s))
+		h.Write(b[:])
+		out[s] = int(h.Sum64() % uint64(servers))
+	}
+	return out
+}
+
+// DrawFetch draws n shards uniformly with replacement (a repeated shard is
+// fetched twice, as two models may need it) and groups them by server: it
+// appends to servers the distinct servers touched, in first-drawn order,
+// and to shards how many draws each got. One fetch sub-request goes to
+// each server.
+func DrawFetch(rng *rand.Rand, n int, shardServer []int, servers, shards []int) ([]int, []int) {
+	for range n {
+		srv := shardServer[rng.IntN(len(shardServer))]
+		dup := false
+		for j, v := range servers {
+			if v == srv {
+				shards[j]++
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			servers = append(servers, srv)
+			shards = append(shards, 1)
+		}
+	}
+	return servers, shards
 }

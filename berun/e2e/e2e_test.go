@@ -152,11 +152,18 @@ type ctlResult struct {
 // startController starts `berun run` and returns a function waiting for it.
 func startController(t *testing.T, dir, planYAML, hostsYAML, tok string, prefix ...string) (wait func() ctlResult, stderr *syncBuf) {
 	t.Helper()
+	return startControllerArgs(t, dir, planYAML, hostsYAML, tok, nil, prefix...)
+}
+
+// startControllerArgs is startController with extra `berun run` flags.
+func startControllerArgs(t *testing.T, dir, planYAML, hostsYAML, tok string, extra []string, prefix ...string) (wait func() ctlResult, stderr *syncBuf) {
+	t.Helper()
 	pf, hf := filepath.Join(dir, "plan.yaml"), filepath.Join(dir, "hosts.yaml")
 	os.WriteFile(pf, []byte(planYAML), 0o644)
 	os.WriteFile(hf, []byte(hostsYAML), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	args := append(append([]string{}, prefix...), berunBin(t), "run", pf, "--hosts", hf, "--out", dir, "--token-file", tok)
+	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var out bytes.Buffer
 	errb := &syncBuf{}

@@ -34,12 +34,9 @@
 // peers or role parameters are errors, all checked before any agent is
 // contacted (`berun roles` lists the roles and their parameters).
 //
-// This role list is berun's own, interim format. Once the parameter-server
-// workloads exist, `berun run` will also take a besim scenario
-// (package scenarios) and map its workloads onto hosts with the same
-// Assignment output, so that one scenario file runs in simulation and on
-// hardware; until then a file that looks like a besim scenario is refused
-// with a message saying so.
+// A besim scenario with a ps-cluster workload is the other input (see
+// FromScenario); the hosts file's optional ps_roles: [server, ranker,
+// trainer] says which of its instances a host takes.
 package plan
 
 import (
@@ -74,6 +71,9 @@ type Host struct {
 	Data        string   `yaml:"data"`
 	Netdevs     []string `yaml:"netdevs"`
 	RDMADevices []string `yaml:"rdma_devices"`
+	// PSRoles restricts which parameter-server roles of a besim scenario
+	// this host takes (server, ranker, trainer); empty: any.
+	PSRoles []string `yaml:"ps_roles"`
 
 	dataIP   net.IP
 	dataPort int
@@ -165,6 +165,11 @@ func ParseHosts(file string, data []byte) (*Hosts, error) {
 			errs = append(errs, fmt.Errorf("%s: data: %v", at, err))
 		}
 		h.dataIP, h.dataPort = ip, port
+		for _, r := range h.PSRoles {
+			if !slices.Contains(psKinds, r) {
+				errs = append(errs, fmt.Errorf("%s: ps_roles: %q is not one of %s", at, r, strings.Join(psKinds, ", ")))
+			}
+		}
 		for _, n := range append(slices.Clone(h.Netdevs), h.RDMADevices...) {
 			if err := wire.CheckName("device", n); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %v", at, err))
@@ -240,17 +245,27 @@ func LoadPlan(path string) (*Plan, error) {
 }
 
 // besimKeys are top-level keys of a besim scenario (scenarios/SCHEMA.md).
-var besimKeys = []string{"fabric", "flows", "outputs", "seed", "version"}
+var besimKeys = []string{"fabric", "flows", "outputs", "seed", "version", "workload", "hosts", "rnic", "benchmark"}
+
+// IsScenario reports whether data looks like a besim scenario rather than a
+// berun role plan (it has a top-level key only scenarios have).
+func IsScenario(data []byte) bool {
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return false
+	}
+	for _, k := range besimKeys {
+		if _, ok := top[k]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // ParsePlan parses a plan; it is checked against hosts by Assign.
 func ParsePlan(file string, data []byte) (*Plan, error) {
-	var top map[string]any
-	if err := yaml.Unmarshal(data, &top); err == nil {
-		for _, k := range besimKeys {
-			if _, ok := top[k]; ok {
-				return nil, fmt.Errorf("%s: this looks like a besim scenario (it has %q); berun cannot replay besim scenarios until the parameter-server workloads exist: write a berun role plan instead (see `berun run --help`)", file, k)
-			}
-		}
+	if IsScenario(data) {
+		return nil, fmt.Errorf("%s: this is a besim scenario, not a role plan: load it with FromScenario", file)
 	}
 	p := &Plan{File: file, Raw: data}
 	if err := strict(file, data, p); err != nil {
@@ -351,7 +366,7 @@ func Assign(p *Plan, hs *Hosts) ([]Assignment, error) {
 			}
 			// The role's own checks, exactly as the agent will run them.
 			inst, err := role.New(role.Spec{ID: r.ID, Role: r.Role, Host: r.Host, Bind: spec.Bind, Peers: r.Peers, From: f,
-				Params: r.Params, Duration: p.Dur, Grace: p.GraceDur})
+				Params: r.Params, Duration: p.Dur, Grace: p.GraceDur, Scenario: p.Raw})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: roles[%d]: %v", p.File, i, err))
 				continue

@@ -54,7 +54,7 @@ func TestErrors(t *testing.T) {
 		{"name: x\nduration: 1s\nroles: []\nextra: 1\n", "field extra not found"},
 		{"name: x\nduration: 0s\nroles: [{id: a, role: tcp-bulk, host: h1}]\n", "duration"},
 		{"name: x\nduration: 1s\n", "no roles"},
-		{"name: x\nduration: 1s\nfabric: {}\nflows: []\n", "looks like a besim scenario"},
+		{"name: x\nduration: 1s\nfabric: {}\nflows: []\n", "is a besim scenario"},
 	} {
 		if _, err := ParsePlan("p.yaml", []byte(c.in)); err == nil || !strings.Contains(err.Error(), c.words) {
 			t.Errorf("%q: %v, want %q", c.in, err, c.words)

@@ -7,14 +7,18 @@
 //   - tcp-bulk (mode send | sink): 1 MiB messages over kernel TCP as fast as
 //     the stack allows, acknowledged end to end; the throughput half of the
 //     paper's TCP baseline (§8).
+//
 //   - tcp-echo (mode client | server): request/response with a window of
 //     outstanding requests, reporting latency percentiles; the latency
 //     half.
 //
-// The parameter-server workloads (fetch/push over the ByteExpress core, paper
-// §7-§8; package workloads) plug in later the same way: a package calls
-// Register from init with a Factory, and the command links it in with a
-// blank import. Nothing in the agent or controller changes.
+//   - ps-server and ps-client: a besim ps-cluster scenario (paper §2.1)
+//     replayed over kernel TCP (ps.go); they read the workload from
+//     Spec.Scenario.
+//
+// Further roles plug in the same way: a package calls Register from init
+// with a Factory, and the command links it in with a blank import. Nothing
+// in the agent or controller changes.
 //
 // # Life of a role instance
 //

@@ -34,6 +34,7 @@ import (
 	"github.com/besim/besim/berun/role"
 	"github.com/besim/besim/berun/selftest"
 	"github.com/besim/besim/berun/wire"
+	"github.com/besim/besim/report"
 	"github.com/besim/besim/verbs/ibv"
 )
 
@@ -176,7 +177,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("run", "run PLAN --hosts HOSTS.yaml [--out DIR] [--token-file F] [flags]",
 		`Connects to the agent of every host with roles in PLAN, pushes the run, starts all
 hosts at one instant, waits for the duration (plus grace) and writes one JSON
-result file, DIR/NAME.RUNID.json. Exit status: 0 all hosts and roles ok,
+result file, DIR/NAME.RUNID.json, and the same run in besim's result format,
+DIR/NAME.RUNID.report.json (besim compare SIM/result.json DIR/NAME.RUNID.report.json). Exit status: 0 all hosts and roles ok,
 3 partial (some host failed or some role reported an error; the others'
 results are kept), 1 failed (nothing ran), 2 usage.
 
@@ -185,7 +187,10 @@ HOSTS.yaml:
     - {name: h1, control: "10.0.0.1:7070", data: 192.168.1.1, netdevs: [eth2]}
     - {name: h2, control: "10.0.0.2:7070", data: 192.168.1.2}
 
-PLAN (a berun role plan; besim scenarios plug in once the workloads exist):
+PLAN is a besim scenario with a ps-cluster workload (the file besim simulates;
+servers, rankers and trainers go round-robin over the hosts, or over those whose
+ps_roles: [server, ranker, trainer] allow them; --duration sets the load time),
+or a berun role plan:
   name: tcp-baseline
   duration: 10s
   roles:
@@ -201,6 +206,8 @@ PLAN (a berun role plan; besim scenarios plug in once the workloads exist):
 	liveness := fs.Duration("liveness", 3*time.Second, "an agent silent this long is failed")
 	startDelay := fs.Duration("start-delay", time.Second, "lead time of the synchronized start")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	dur := fs.Duration("duration", 0, "for a besim scenario: load time on the hosts (default: the scenario's duration)")
+	transport := fs.String("transport", "tcp", "for a besim scenario: tcp (kernel TCP) or verbs")
 	pos, code := parse(fs, args)
 	if code != 0 {
 		return helpCode(code)
@@ -210,12 +217,12 @@ PLAN (a berun role plan; besim scenarios plug in once the workloads exist):
 		fs.Usage()
 		return 2
 	}
-	p, err := plan.LoadPlan(pos[0])
+	hs, err := plan.LoadHosts(*hostsFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "berun run: %v\n", err)
 		return 2
 	}
-	hs, err := plan.LoadHosts(*hostsFile)
+	p, err := loadPlan(pos[0], hs, *dur, *transport)
 	if err != nil {
 		fmt.Fprintf(stderr, "berun run: %v\n", err)
 		return 2
@@ -247,6 +254,17 @@ PLAN (a berun role plan; besim scenarios plug in once the workloads exist):
 	}
 	fmt.Fprint(stdout, controller.Summary(rf))
 	fmt.Fprintf(stdout, "result: %s\n", path)
+	rep := controller.Report(rf)
+	rpath := strings.TrimSuffix(path, ".json") + ".report.json"
+	if err := writeReport(rep, rpath); err != nil {
+		fmt.Fprintf(stderr, "berun run: writing the report: %v\n", err)
+		return 1
+	}
+	if len(rep.Tables) > 0 {
+		fmt.Fprintln(stdout)
+		_ = rep.Tables[0].WriteText(stdout)
+	}
+	fmt.Fprintf(stdout, "report (besim format, for besim compare): %s\n", rpath)
 	switch rf.Status {
 	case "ok":
 		return 0
@@ -254,6 +272,44 @@ PLAN (a berun role plan; besim scenarios plug in once the workloads exist):
 		return 3
 	}
 	return 1
+}
+
+// loadPlan reads a berun role plan, or maps a besim scenario onto the
+// hosts (plan.FromScenario).
+func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) (*plan.Plan, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > plan.MaxFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes", file, plan.MaxFile)
+	}
+	if !plan.IsScenario(data) {
+		if dur != 0 || transport != "tcp" {
+			return nil, fmt.Errorf("%s: --duration and --transport apply to besim scenarios; a role plan names its roles and duration", file)
+		}
+		return plan.ParsePlan(file, data)
+	}
+	switch transport {
+	case "tcp":
+	case "verbs":
+		return nil, fmt.Errorf("--transport verbs: the parameter-server roles over verbs (the ByteExpress core on verbs/ibv) are not written yet; use --transport tcp (berun selftest checks a device)")
+	default:
+		return nil, fmt.Errorf("--transport %q: want tcp or verbs", transport)
+	}
+	return plan.FromScenario(file, data, hs, dur)
+}
+
+func writeReport(r *report.Result, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := r.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func cmdSelftest(args []string, stdout, stderr io.Writer) int {

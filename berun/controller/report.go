@@ -1,0 +1,164 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/besim/besim/berun/counters"
+	"github.com/besim/besim/berun/role"
+	"github.com/besim/besim/metrics"
+	"github.com/besim/besim/report"
+)
+
+// Report turns a run into the result format besim writes (package report),
+// so that `besim compare SIM.json HW.json` puts a simulation next to a
+// hardware run of the same scenario. Parameter-server runs get besim's
+// ps-cluster metric names (user/, fetch/, iteration/ percentiles in us,
+// client/ and server/ goodput in Gbps); every role's own metrics follow as
+// role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
+// and nak/ totals, and where they did not a note says so instead of a zero.
+func Report(rf *ResultFile) *report.Result {
+	r := &report.Result{Tool: "berun", Scenario: rf.Plan.Name, Duration: fmt.Sprintf("%gs", rf.Plan.DurationS)}
+	r.Notes = append(r.Notes, fmt.Sprintf("run %s: status %s (details in the berun result file)", rf.RunID, rf.Status))
+	psReport(r, rf)
+	counterTotals(r, rf)
+	for _, h := range rf.Hosts {
+		for _, ro := range h.Roles {
+			keys := make([]string, 0, len(ro.Metrics))
+			for k := range ro.Metrics {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				r.Add("role/"+ro.ID+"/"+k, ro.Metrics[k], "")
+			}
+			if ro.Error != "" {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s on %s: %s: %s", ro.ID, h.Name, ro.Status, ro.Error))
+			}
+		}
+	}
+	for _, f := range rf.Failures {
+		r.Notes = append(r.Notes, fmt.Sprintf("host %s failed (%s): %s", f.Host, f.Phase, f.Reason))
+	}
+	return r
+}
+
+func psReport(r *report.Result, rf *ResultFile) {
+	user, fetch, iter := metrics.New(3), metrics.New(3), metrics.New(3)
+	var servers, clients int
+	var rxBytes, serverRx, users, iters, sent, got float64
+	measured := 0.0
+	for _, h := range rf.Hosts {
+		for _, ro := range h.Roles {
+			switch ro.Role {
+			case "ps-server":
+				servers++
+				serverRx += ro.Metrics["rx_bytes"]
+			case "ps-client":
+				clients++
+				sent += ro.Metrics["requests"]
+				got += ro.Metrics["responses"]
+				users += ro.Metrics["user_requests"]
+				iters += ro.Metrics["iterations"]
+				var d role.PSDetail
+				if len(ro.Detail) == 0 || json.Unmarshal(ro.Detail, &d) != nil || d.User == nil || d.Fetch == nil || d.Iteration == nil {
+					r.Notes = append(r.Notes, fmt.Sprintf("%s: no latency histograms in its result (%s)", ro.ID, ro.Status))
+					continue
+				}
+				// Same digits on both sides by construction; a mismatch is a
+				// corrupt result, reported rather than merged.
+				for _, m := range [][2]*metrics.Histogram{{user, d.User}, {fetch, d.Fetch}, {iter, d.Iteration}} {
+					if err := m[0].Merge(m[1]); err != nil {
+						r.Notes = append(r.Notes, fmt.Sprintf("%s: %v", ro.ID, err))
+					}
+				}
+				rxBytes += float64(d.MeasuredRxBytes)
+				measured = max(measured, d.MeasuredS)
+			}
+		}
+	}
+	if servers == 0 && clients == 0 {
+		return
+	}
+	r.Add("workload/servers", float64(servers), "")
+	tbl := report.Table{Name: "ps", Title: "Parameter-server cluster on real hosts: latency of user requests, fetch sub-requests, training iterations",
+		KeyName: "what", Columns: []report.Column{{Name: "count"}, {Name: "completed in interval"}, {Name: "mean", Unit: "us"},
+			{Name: "P50", Unit: "us"}, {Name: "P99", Unit: "us"}, {Name: "max", Unit: "us"}}}
+	for _, x := range []struct {
+		name string
+		h    *metrics.Histogram
+		done float64
+	}{{"user", user, users}, {"fetch", fetch, -1}, {"iteration", iter, iters}} {
+		r.Add(x.name+"/count", float64(x.h.Count()), "")
+		r.Add(x.name+"/p50", float64(x.h.P50())/1e3, "us")
+		r.Add(x.name+"/p99", float64(x.h.P99())/1e3, "us")
+		tbl.AddRow(x.name, float64(x.h.Count()), x.done, x.h.Mean()/1e3, float64(x.h.P50())/1e3, float64(x.h.P99())/1e3, float64(x.h.Max())/1e3)
+	}
+	if measured > 0 {
+		r.Add("client/goodput", rxBytes*8/measured/1e9, "Gbps")
+	}
+	if rf.Plan.DurationS > 0 {
+		r.Add("server/goodput", serverRx*8/rf.Plan.DurationS/1e9, "Gbps")
+	}
+	r.Add("requests/sent", sent, "")
+	r.Add("requests/answered", got, "")
+	r.Tables = append(r.Tables, tbl)
+	r.Notes = append(r.Notes, "server/goodput counts every request byte the servers received over the whole run (besim: pushes in the measured interval)")
+}
+
+// counterTotals sums NIC counter deltas over hosts into the names besim
+// uses, when at least one host read a matching counter.
+func counterTotals(r *report.Result, rf *ResultFile) {
+	type total struct {
+		name, unit string
+		match      func(k string) bool
+		sum        float64
+		seen       bool
+	}
+	ts := []*total{
+		{name: "pfc/frames_tx", unit: "frames", match: func(k string) bool {
+			return strings.Contains(k, "tx") && strings.Contains(k, "pause") && !strings.Contains(k, "duration")
+		}},
+		{name: "cnp/sent", match: func(k string) bool { return strings.HasSuffix(k, "np_cnp_sent") }},
+		{name: "cnp/handled", match: func(k string) bool { return strings.HasSuffix(k, "rp_cnp_handled") }},
+		{name: "nak/out_of_sequence", match: func(k string) bool { return strings.HasSuffix(k, "out_of_sequence") }},
+	}
+	var absent []string
+	for _, h := range rf.Hosts {
+		if h.Counters == nil {
+			continue
+		}
+		var c counters.Report
+		if json.Unmarshal(*h.Counters, &c) != nil {
+			continue
+		}
+		for k, v := range c.Delta {
+			for _, t := range ts {
+				if t.match(k) {
+					t.sum += float64(v)
+					t.seen = true
+				}
+			}
+		}
+		srcs := make([]string, 0, len(c.Absent))
+		for s := range c.Absent {
+			srcs = append(srcs, s)
+		}
+		sort.Strings(srcs)
+		for _, s := range srcs {
+			absent = append(absent, fmt.Sprintf("%s: %s: %s", h.Name, s, c.Absent[s]))
+		}
+	}
+	for _, t := range ts {
+		if t.seen {
+			r.Add(t.name, t.sum, t.unit)
+		} else {
+			r.Notes = append(r.Notes, t.name+": absent (no host had a matching NIC counter)")
+		}
+	}
+	for _, a := range absent {
+		r.Notes = append(r.Notes, "counters absent: "+a)
+	}
+}

@@ -1,0 +1,74 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/besim/besim/scenarios"
+)
+
+func TestFromScenario(t *testing.T) {
+	scen, err := scenarios.Builtin("ps-cluster") // 16 servers, 4 rankers, 4 trainers
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := ParseHosts("hosts.yaml", []byte(`hosts:
+  - {name: a, control: "127.0.0.1:7001", data: 127.0.0.1, ps_roles: [server]}
+  - {name: b, control: "127.0.0.1:7002", data: 127.0.0.1, ps_roles: [server]}
+  - {name: c, control: "127.0.0.1:7003", data: 127.0.0.1, ps_roles: [ranker, trainer]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := FromScenario("ps.yaml", scen, hs, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Dur != 2*time.Second || p.Name != "ps-cluster" || string(p.Raw) != string(scen) {
+		t.Errorf("plan %s, %v, raw kept %v", p.Name, p.Dur, string(p.Raw) == string(scen))
+	}
+	per := map[string]map[string]int{}
+	for _, r := range p.Roles {
+		if per[r.Host] == nil {
+			per[r.Host] = map[string]int{}
+		}
+		per[r.Host][r.Role]++
+		if r.Role == "ps-client" && len(r.Peers) != 16 {
+			t.Errorf("%s has %d peers", r.ID, len(r.Peers))
+		}
+	}
+	if per["a"]["ps-server"] != 8 || per["b"]["ps-server"] != 8 || per["c"]["ps-client"] != 8 || len(per["c"]) != 1 {
+		t.Errorf("placement %v", per)
+	}
+	as, err := Assign(p, hs)
+	if err != nil || len(as) != 3 {
+		t.Fatalf("assign: %v (%d hosts)", err, len(as))
+	}
+
+	// Without --duration the scenario's own (virtual) 2ms is used.
+	if p, err := FromScenario("ps.yaml", scen, hs, 0); err != nil || p.Dur != 2*time.Millisecond {
+		t.Errorf("default duration: %v, %v", p, err)
+	}
+	for _, c := range []struct{ hosts, want string }{
+		{`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1, ps_roles: [server]}]`, "no host in the hosts file takes them"},
+	} {
+		hs, err := ParseHosts("h.yaml", []byte(c.hosts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := FromScenario("ps.yaml", scen, hs, time.Second); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+	if _, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1, ps_roles: [worker]}]`)); err == nil || !strings.Contains(err.Error(), `"worker" is not one of server, ranker, trainer`) {
+		t.Errorf("bad ps_roles: %v", err)
+	}
+	inc, _ := scenarios.Builtin("incast")
+	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster workloads") {
+		t.Errorf("incast: %v", err)
+	}
+	if !IsScenario(scen) || IsScenario([]byte(planYAML)) {
+		t.Error("IsScenario")
+	}
+}
