@@ -44,9 +44,12 @@
 // its timeout. Config.AtMostOnce disables automatic retries for every
 // request.
 //
-// NOT modelled yet: the transport binding. Nothing here sends a request or a
-// response: there is no request/response framing over byteexpress sockets
-// and no TCP transport; TCPFallback and Probe decisions are plain data that a
-// future binding must act on. Keepalive (§7.1) is the core's job and only
-// enters here as OnEngineError events.
+// Transport binding (client.go, socket.go): Client carries requests and
+// responses (a 24-byte header echoed by the server) over a Dialer — the
+// RDMA one is SocketDialer, ByteExpress sockets of an Endpoint — with a
+// second Dialer as the TCP fallback, and acts on the Selector's decisions.
+// Keepalive (§7.1) is the core's job and enters here as OnEngineError.
+// Not modelled: a connection timeout Tc enforced by the client itself (a
+// connect that fails is reported by the core's own connect timeout, then
+// OnConnFailed).
 package rpc

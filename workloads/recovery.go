@@ -1,0 +1,268 @@
+package workloads
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/besim/besim/byteexpress"
+	"github.com/besim/besim/byteexpress/rpc"
+	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/simhost"
+)
+
+// FailoverConfig is the parameter-server crash experiment of §7.2: Shards
+// shard groups, each replicated on two servers in different mini-pods
+// (leaves 1 and 2 of a one-spine leaf-spine); Clients on leaf 0 keep
+// Outstanding idempotent fetches in flight through rpc.Client, to random
+// shards; at CrashAt the first server of replica set A crashes. Clients
+// find out by keepalive (an engine error) or by the request timeout Tr,
+// and the RPC layer walks the ladder (path change, then the replica in the
+// other mini-pod).
+type FailoverConfig struct {
+	Cluster     simhost.Config
+	Shards      int // default 4
+	Clients     int // default 2
+	Outstanding int // per client, default 4
+	Response    int // fetch response bytes, default 16 KiB
+	RPC         rpc.Config
+	CrashAt     sim.Time // default 5 ms after setup
+	Run         sim.Time // simulated after setup, default 150 ms
+	Seed        uint64
+}
+
+// FailoverResult is what the crash experiment measured (virtual time).
+type FailoverResult struct {
+	Started, Completed, Failed int
+	Retries, Resent            int
+	// DetectedAfter is from the crash to the first failure the clients saw
+	// for the crashed server (engine error or request timeout).
+	DetectedAfter sim.Time
+	// RecoveredAfter is from the crash to the first fetch of a shard held
+	// by the crashed server answered by its replica.
+	RecoveredAfter sim.Time
+	// Stranded are calls still outstanding at the end.
+	Stranded int
+	Errors   []error
+}
+
+// RunFailover runs the crash experiment.
+func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
+	if cfg.Shards == 0 {
+		cfg.Shards = 4
+	}
+	if cfg.Clients == 0 {
+		cfg.Clients = 2
+	}
+	if cfg.Outstanding == 0 {
+		cfg.Outstanding = 4
+	}
+	if cfg.Response == 0 {
+		cfg.Response = 16 << 10
+	}
+	if cfg.RPC.RequestTimeout == 0 {
+		cfg.RPC = rpc.DefaultConfig()
+	}
+	if cfg.CrashAt == 0 {
+		cfg.CrashAt = 5 * sim.Millisecond
+	}
+	if cfg.Run == 0 {
+		cfg.Run = 150 * sim.Millisecond
+	}
+	if cfg.Shards < 1 || cfg.Clients < 1 || cfg.Outstanding < 1 || cfg.Response < rpc.HeaderSize {
+		return nil, errors.New("workloads: failover needs shards, clients, outstanding >= 1 and a response of at least the RPC header")
+	}
+	hpl := max(cfg.Shards, cfg.Clients)
+	sc := cfg.Cluster
+	if sc.Fabric.MTU == 0 {
+		sc.Fabric = fabric.DefaultConfig()
+	}
+	sc.Fabric.Seed = cfg.Seed
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: 1}
+	c, err := simhost.New(sc)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	hs := c.Hosts()
+	x := &failover{cfg: &cfg, c: c, res: &FailoverResult{}, crashed: -1}
+	svc := rpc.Service{Shards: make([][]rpc.Replica, cfg.Shards)}
+	for s := range cfg.Shards {
+		a, b := hpl+s, 2*hpl+s // leaf 1 and leaf 2: mini-pods 1 and 2
+		svc.Shards[s] = []rpc.Replica{{Node: rpc.NodeID(a), MiniPod: 1}, {Node: rpc.NodeID(b), MiniPod: 2}}
+		for _, i := range []int{a, b} {
+			hs[i].SetApp(&failoverServer{x: x})
+			hs[i].Listen()
+		}
+	}
+	for i := range cfg.Clients {
+		h := hs[i]
+		p, err := rpc.NewPolicy(cfg.RPC, svc, 0, sim.Stream(cfg.Seed, fmt.Sprintf("failover/retry%d", i)))
+		if err != nil {
+			return nil, err
+		}
+		fc := &failoverClient{x: x, h: h, rng: sim.Stream(cfg.Seed, fmt.Sprintf("failover/client%d", i))}
+		d := &rpc.SocketDialer{EP: h.Endpoint(), Addr: func(n rpc.NodeID) byteexpress.Addr { return hs[n].Addr() },
+			Alloc: h.Allocate, Free: h.Free}
+		fc.rpc = rpc.NewClient(p, d, nil)
+		fc.timer.Init(c.Kernel(), fc, 0)
+		h.SetApp(clientApp{fc})
+		x.clients = append(x.clients, fc)
+	}
+	t0 := c.Now()
+	for _, fc := range x.clients {
+		for range cfg.Outstanding {
+			fc.call()
+		}
+		fc.arm()
+	}
+	x.crashAt = t0 + cfg.CrashAt
+	x.crashed = hpl // the first server of replica set A (shard 0)
+	hs[x.crashed].Crash(x.crashAt)
+	c.Run(t0 + cfg.Run)
+	x.stop = true
+	r := x.res
+	for _, fc := range x.clients {
+		r.Retries += fc.rpc.Policy.Tracker.Stats.Retries
+		r.Resent += fc.rpc.Resent
+		r.Stranded += fc.rpc.Outstanding()
+	}
+	return r, nil
+}
+
+type failover struct {
+	cfg     *FailoverConfig
+	c       *simhost.Cluster
+	res     *FailoverResult
+	clients []*failoverClient
+	crashAt sim.Time
+	crashed int
+	stop    bool
+}
+
+func (x *failover) detected(now sim.Time) {
+	if now >= x.crashAt && x.res.DetectedAfter == 0 {
+		x.res.DetectedAfter = max(1, now-x.crashAt)
+	}
+}
+
+type failoverClient struct {
+	x     *failover
+	h     *simhost.Host
+	rng   *rand.Rand
+	rpc   *rpc.Client
+	timer sim.Timer
+}
+
+func (fc *failoverClient) now() time.Duration { return simhost.CoreTime(fc.h.Now()) }
+
+func (fc *failoverClient) call() {
+	if fc.x.stop {
+		return
+	}
+	shard := fc.rng.IntN(fc.x.cfg.Shards)
+	if _, err := fc.rpc.Call(rpc.Request{Shard: shard, Idempotent: true}, 0, 64, fc.now()); err != nil {
+		fc.x.res.Failed++
+		fc.x.fail(err)
+		return
+	}
+	fc.x.res.Started++
+}
+
+func (fc *failoverClient) arm() {
+	if d := fc.rpc.NextDeadline(); d != byteexpress.Never {
+		fc.timer.Set(max(simhost.SimTime(d), fc.h.Now()+1))
+	}
+}
+
+func (fc *failoverClient) finished(done []rpc.Completion, now sim.Time) {
+	for _, comp := range done {
+		if comp.Err != nil {
+			fc.x.res.Failed++
+			fc.x.fail(comp.Err)
+		}
+		fc.call()
+	}
+}
+
+// OnEvent is the client's RPC timer.
+func (fc *failoverClient) OnEvent(now sim.Time, _ uint64) {
+	before := fc.rpc.Policy.Tracker.Stats.Retries
+	done := fc.rpc.Tick(simhost.CoreTime(now))
+	if fc.rpc.Policy.Tracker.Stats.Retries > before {
+		fc.x.detected(now)
+	}
+	fc.finished(done, now)
+	fc.arm()
+}
+
+// fail records the first errors (failover embeds no failures value: the
+// result carries them).
+func (x *failover) fail(err error) {
+	if len(x.res.Errors) < 8 {
+		x.res.Errors = append(x.res.Errors, err)
+	}
+}
+
+func (fc *failoverClient) onHostEvent(h *simhost.Host, ev byteexpress.Event) {
+	x := fc.x
+	now := h.Now()
+	switch ev.Kind {
+	case byteexpress.EvMessage:
+		hdr, err := rpc.ParseHeader(ev.Buf.Bytes()[:ev.Len])
+		_ = h.Free(ev.Buf)
+		if err != nil {
+			x.fail(err)
+			return
+		}
+		comp, ok := fc.rpc.OnResponse(hdr, simhost.CoreTime(now))
+		if !ok {
+			return
+		}
+		x.res.Completed++
+		if x.res.RecoveredAfter == 0 && now > x.crashAt && ev.Remote != x.c.Host(x.crashed).Addr() && comp.Attempts > 1 {
+			x.res.RecoveredAfter = now - x.crashAt
+		}
+		fc.call()
+	case byteexpress.EvEngineError:
+		// One per engine; the EvSocketFailed of each socket it carried
+		// would walk the ladder once per socket for the same failure.
+		if n := x.c.Lookup(ev.Remote); n != nil {
+			x.detected(now)
+			fc.finished(fc.rpc.OnEngineError(rpc.NodeID(n.Index()), simhost.CoreTime(now)), now)
+		}
+	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
+		_ = h.Free(ev.Buf)
+	}
+	fc.arm()
+}
+
+type failoverServer struct{ x *failover }
+
+func (s *failoverServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
+	switch ev.Kind {
+	case byteexpress.EvMessage:
+		n := s.x.cfg.Response
+		buf, err := h.Allocate(n)
+		if err != nil {
+			_ = h.Free(ev.Buf)
+			s.x.fail(err)
+			return
+		}
+		copy(buf.Bytes()[:rpc.HeaderSize], ev.Buf.Bytes()[:rpc.HeaderSize])
+		_ = h.Free(ev.Buf)
+		if err := ev.Socket.Send(buf, n); err != nil {
+			_ = h.Free(buf)
+		}
+	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
+		_ = h.Free(ev.Buf)
+	}
+}
+
+// clientApp lets failoverClient be both the sim.Handler of its timer and
+// the simhost.App of its host.
+type clientApp struct{ fc *failoverClient }
+
+func (a clientApp) OnEvent(h *simhost.Host, ev byteexpress.Event) { a.fc.onHostEvent(h, ev) }
