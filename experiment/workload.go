@@ -10,6 +10,7 @@ import (
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/tcpsim"
 	"github.com/besim/besim/workloads"
 )
 
@@ -248,6 +249,11 @@ func PSConfig(s *scenarios.Scenario) (workloads.PSConfig, error) {
 	if w.Push != nil {
 		cfg.PushSize = sizeDist(*w.Push)
 	}
+	cfg.Transport = string(w.Transport)
+	if t := w.TCP; t != nil && w.Transport == scenarios.OverTCP {
+		cfg.TCP = tcpsim.Config{CC: tcpsim.CC(t.CC), MSS: int(t.MSS), Prio: uint8(t.Prio), InitCwnd: t.InitCwnd,
+			MinRTO: t.MinRTO.Time(), DelAck: t.DelayedAck.Time(), AckEvery: t.AckEvery, Threads: t.Threads}
+	}
 	for _, d := range []*workloads.SizeDist{&cfg.FetchResponse, &cfg.PushSize} {
 		if err := d.Prepare(); err != nil {
 			return cfg, s.Errorf("workload.response", "%v", err)
@@ -274,11 +280,19 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 			Max() int64
 		}
 		done int64
-	}{{"user", res.UserLatency, res.UserRequests}, {"fetch", res.SubLatency, -1}, {"iteration", res.IterTime, res.Iterations}} {
+	}{{"user", res.UserLatency, res.UserRequests}, {"fetch", res.SubLatency, -1}, {"push", res.PushLatency, -1}, {"iteration", res.IterTime, res.Iterations}} {
 		r.Add(h.name+"/count", float64(h.h.Count()), "")
 		r.Add(h.name+"/p50", float64(h.h.P50())/1e3, "us")
 		r.Add(h.name+"/p99", float64(h.h.P99())/1e3, "us")
 		tbl.AddRow(h.name, float64(h.h.Count()), float64(h.done), h.h.Mean()/1e3, float64(h.h.P50())/1e3, float64(h.h.P99())/1e3, float64(h.h.Max())/1e3)
+	}
+	if cfg.RankerRate > 0 {
+		r.Add("user/dropped", float64(res.UserDropped), "")
+	}
+	r.Add("fetch/incomplete", float64(res.FetchIncomplete), "")
+	r.Add("push/incomplete", float64(res.PushIncomplete), "")
+	if n := res.FetchIncomplete + res.PushIncomplete; n > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d fetches and %d pushes sent in the interval were unanswered at its end; they are in the fetch and push rows at their age then, so those percentiles are lower bounds", res.FetchIncomplete, res.PushIncomplete))
 	}
 	r.Add("client/goodput", res.ClientGbps, "Gbps")
 	r.Add("server/goodput", res.ServerGbps, "Gbps")
@@ -288,8 +302,34 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 	r.Add("fabric/drops", float64(t.Drops+t.HeadroomDrops), "packets")
 	r.Add("fabric/ecn_marks", float64(t.ECNMarks), "packets")
 	r.Add("switch/max_shared_used", float64(t.SharedUsedMax), "bytes")
-	r.Tables = append(r.Tables, tbl)
-	r.Notes = append(r.Notes, fmt.Sprintf("fetch sub-requests: one per distinct server of a request's shards (the \"fetch\" row has no completion count); %d PFC frames", t.PFCFramesTx))
+	cpu := report.Table{Name: "cpu", Title: "Modelled CPU per host, % of one core, over the measured interval (the classes of the paper's Table 5)",
+		KeyName: "hosts", Columns: []report.Column{{Name: "total", Unit: "%"}, {Name: "softirq", Unit: "%"}, {Name: "system", Unit: "%"}, {Name: "user", Unit: "%"}}}
+	for i, g := range []string{"client", "server"} {
+		c := res.CPU[i]
+		cpu.AddRow(g+"s", c.Total(), c.Softirq, c.Sys, c.User)
+		r.Add("cpu/"+g+"_total", c.Total(), "%")
+		r.Add("cpu/"+g+"_softirq", c.Softirq, "%")
+		r.Add("cpu/"+g+"_sys", c.Sys, "%")
+		r.Add("cpu/"+g+"_user", c.User, "%")
+	}
+	transport := cfg.Transport
+	if transport == "" {
+		transport = workloads.RDMA
+	}
+	if ts := res.TCP; ts != nil {
+		r.Add("tcp/segments", float64(ts.TxSegments), "frames")
+		r.Add("tcp/retransmits", float64(ts.Retransmits), "frames")
+		r.Add("tcp/timeouts", float64(ts.Timeouts), "")
+		r.Add("tcp/fast_retransmits", float64(ts.FastRetransmits), "")
+		r.Add("tcp/loss", 100*float64(ts.Retransmits)/float64(max(ts.TxSegments, 1)), "%")
+		tc := cfg.TCP
+		transport = fmt.Sprintf("tcp (%s, MSS %d B, min RTO %v, delayed ACK %v)", tc.CC, tc.MSS, tc.MinRTO, tc.DelAck)
+	} else {
+		r.Add("rnic/naks", float64(res.NAKs), "")
+	}
+	r.Tables = append(r.Tables, tbl, cpu)
+	r.Notes = append(r.Notes, "transport: "+transport)
+	r.Notes = append(r.Notes, fmt.Sprintf("fetch sub-requests: one per distinct server of a request's shards (the \"fetch\" and \"push\" rows have no completion count); %d PFC frames", t.PFCFramesTx))
 	for _, e := range res.Errors {
 		r.Notes = append(r.Notes, "error: "+e.Error())
 	}

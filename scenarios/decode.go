@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -240,6 +241,12 @@ func (c *checker) walk(path string, n *yaml.Node, t reflect.Type, keyLine int) {
 			} else {
 				c.fail(path, n.Line, "%q is out of range for an integer", n.Value)
 			}
+		}
+	case reflect.Float64:
+		var f float64
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") || n.Decode(&f) != nil ||
+			math.IsNaN(f) || math.IsInf(f, 0) {
+			c.fail(path, n.Line, "%s is not a number", kindName(n))
 		}
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {

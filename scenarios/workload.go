@@ -163,7 +163,53 @@ type Workload struct {
 	TrainerShards int       `yaml:"trainer_shards,omitempty"` // shards per iteration; default fan_out
 	Compute       *Duration `yaml:"compute,omitempty"`        // trainer compute per iteration; default 100us
 	Push          *SizeDist `yaml:"push,omitempty"`           // trainer update per shard; default = response
+	// Transport is what the ps-cluster's messages travel over: rdma
+	// (ByteExpress on the simulated RNICs, the default) or tcp (the kernel
+	// TCP model of package tcpsim, the paper's §8 baseline, on the same
+	// fabric and hosts). The rest of the scenario stays as it is.
+	Transport WorkloadTransport `yaml:"transport,omitempty"`
+	TCP       *TCP              `yaml:"tcp,omitempty"` // transport tcp only
 }
+
+// WorkloadTransport selects a ps-cluster's transport.
+type WorkloadTransport string
+
+// Workload transports.
+const (
+	OverRDMA WorkloadTransport = "rdma"
+	OverTCP  WorkloadTransport = "tcp"
+)
+
+var workloadTransports = []string{string(OverRDMA), string(OverTCP)}
+
+// UnmarshalYAML accepts rdma, tcp.
+func (t *WorkloadTransport) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(t), "workload transport", workloadTransports)
+}
+
+// TCP is the simulated kernel TCP stack of every host (package tcpsim;
+// its doc gives the source of each default).
+type TCP struct {
+	CC         string   `yaml:"cc"`          // dctcp (default) or newreno
+	MSS        Size     `yaml:"mss"`         // default 1448B (1500-byte Ethernet MTU)
+	Prio       int      `yaml:"prio"`        // lossy priority TCP sends on; default 0
+	InitCwnd   int      `yaml:"init_cwnd"`   // segments; default 10
+	MinRTO     Duration `yaml:"min_rto"`     // default 200ms (Linux)
+	DelayedAck Duration `yaml:"delayed_ack"` // default 40ms (Linux)
+	AckEvery   int      `yaml:"ack_every"`   // default 2
+	Threads    int      `yaml:"threads"`     // application and softirq cores per host; default 1
+}
+
+// TCP defaults (tcpsim's, repeated so that a dumped scenario shows them).
+const (
+	defaultTCPCC       = "dctcp"
+	defaultTCPMSS      = 1448
+	defaultTCPInitCwnd = 10
+	defaultTCPMinRTO   = Duration(200 * sim.Millisecond)
+	defaultTCPDelAck   = Duration(40 * sim.Millisecond)
+	defaultTCPAckEvery = 2
+	defaultTCPThreads  = 1
+)
 
 // VictimOn reports whether the victim flow is enabled.
 func (w *Workload) VictimOn() bool { return w.Victim == nil || *w.Victim }
@@ -258,6 +304,22 @@ func (d *defaulter) workload() {
 			push := w.Response
 			w.Push = &push
 		}
+		if w.Transport == "" {
+			w.Transport = OverRDMA
+		}
+		if w.Transport == OverTCP {
+			if w.TCP == nil {
+				w.TCP = &TCP{}
+			}
+			t, q := w.TCP, p+".tcp"
+			def(d, q+".cc", &t.CC, defaultTCPCC)
+			def(d, q+".mss", &t.MSS, defaultTCPMSS)
+			def(d, q+".init_cwnd", &t.InitCwnd, defaultTCPInitCwnd)
+			def(d, q+".min_rto", &t.MinRTO, defaultTCPMinRTO)
+			def(d, q+".delayed_ack", &t.DelayedAck, defaultTCPDelAck)
+			def(d, q+".ack_every", &t.AckEvery, defaultTCPAckEvery)
+			def(d, q+".threads", &t.Threads, defaultTCPThreads)
+		}
 		return
 	}
 	def(d, p+".victim_message", &w.VictimMessage, defaultVictimMessage)
@@ -271,7 +333,7 @@ func (v *validator) workload() {
 	shared := []string{"kind", "servers", "hosts_per_leaf", "request", "response", "outstanding", "rate", "window", "fragment", "warmup"}
 	own := map[WorkloadKind][]string{
 		IncastPull: {"workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"},
-		PSCluster:  {"shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push"},
+		PSCluster:  {"shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp"},
 	}
 	switch w.Kind {
 	case IncastPull, PSCluster:
@@ -332,6 +394,7 @@ func (v *validator) workload() {
 		if w.Request < 24 {
 			v.bad(p+".request", "%s is too small for a ps-cluster (at least 24B: slot, send time, op, shard count)", w.Request)
 		}
+		v.tcp(p)
 	} else {
 		v.countRange(p+".workers", w.Workers, 1, maxWorkloadHosts)
 		if vv := map[bool]int{true: 1}[w.VictimOn()]; w.Workers+vv > w.HostsPerLeaf {
@@ -354,7 +417,7 @@ func (v *validator) workload() {
 	if w.Rate < 0 || w.Rate > 1e9 {
 		v.bad(p+".rate", "%v is out of range (requests per second per worker-server pair, 0 for closed loop)", w.Rate)
 	}
-	if s.present(p+".rate") && w.Rate > 0 && s.present(p+".outstanding") {
+	if s.present(p+".rate") && w.Rate > 0 && s.present(p+".outstanding") && w.Kind != PSCluster {
 		v.bad(p+".outstanding", "not used with an open-loop rate")
 	}
 	if !w.Window.None && (w.Window.Size < 256 || w.Window.Size > 64*MiB) {
@@ -371,6 +434,48 @@ func (v *validator) workload() {
 	}
 	if w.Warmup < 0 {
 		v.bad(p+".warmup", "%s is negative", w.Warmup)
+	}
+}
+
+// tcp checks the ps-cluster transport and its tcp section.
+func (v *validator) tcp(p string) {
+	s := v.s
+	w := s.Workload
+	if w.Transport != OverTCP {
+		if w.TCP != nil || s.present(p+".tcp") {
+			v.bad(p+".tcp", "only used with transport: tcp (transport is %s)", w.Transport)
+		}
+		return
+	}
+	t, q := w.TCP, p+".tcp"
+	if t.CC != "dctcp" && t.CC != "newreno" {
+		v.bad(q+".cc", "%q is not a TCP congestion control (allowed: dctcp, newreno)", t.CC)
+	}
+	if t.MSS < 64 || t.MSS > 8948 {
+		v.bad(q+".mss", "%s is out of range (allowed: 64B to 8948B)", t.MSS)
+	}
+	v.countRange(q+".prio", t.Prio, 0, 7)
+	v.countRange(q+".init_cwnd", t.InitCwnd, 1, 1000)
+	v.countRange(q+".ack_every", t.AckEvery, 1, 64)
+	v.countRange(q+".threads", t.Threads, 1, 1024)
+	if t.MinRTO <= 0 || t.MinRTO > Duration(120*sim.Second) {
+		v.bad(q+".min_rto", "%s is out of range (allowed: above 0 up to 120s)", t.MinRTO)
+	}
+	if t.DelayedAck <= 0 || t.DelayedAck > Duration(sim.Second) {
+		v.bad(q+".delayed_ack", "%s is out of range (allowed: above 0 up to 1s)", t.DelayedAck)
+	}
+	found := false
+	for _, pr := range s.Fabric.Priorities {
+		if pr.Prio != t.Prio {
+			continue
+		}
+		found = true
+		if pr.Lossless {
+			v.bad(q+".prio", "priority %d is lossless in fabric.priorities; TCP runs on a lossy class", t.Prio)
+		}
+	}
+	if !found {
+		v.bad(q+".prio", "priority %d is not declared in fabric.priorities (declare it lossy, with ecn for dctcp)", t.Prio)
 	}
 }
 

@@ -108,11 +108,23 @@ func TestPSClusterWorkload(t *testing.T) {
 		{"rankers: 2", "rankers: 2\n  victim: false", "workload.victim: not used by kind ps-cluster"},
 		{"rankers: 2", "rankers: 0", "a ps-cluster needs at least one ranker or trainer"},
 		{"rankers: 2", "rankers: 2\n  fan_out: 100", "workload.fan_out: 100 is too large"},
+		{"rankers: 2", "rankers: 2\n  rate: fast", "workload.rate: \"fast\" is not a number"},
+		{"rankers: 2", "rankers: 2\n  transport: udp", `workload.transport: "udp" is not a workload transport (allowed: rdma, tcp)`},
+		{"rankers: 2", "rankers: 2\n  tcp: {cc: dctcp}", "workload.tcp: only used with transport: tcp"},
+		{"rankers: 2", "rankers: 2\n  transport: tcp", "workload.tcp.prio: priority 0 is not declared in fabric.priorities"},
+		{"rankers: 2", "rankers: 2\n  transport: tcp\n  tcp: {prio: 3}", "workload.tcp.prio: priority 3 is lossless"},
+		{"rankers: 2", "rankers: 2\n  transport: tcp\n  tcp: {cc: bbr}", `workload.tcp.cc: "bbr" is not a TCP congestion control`},
+		{"rankers: 2", "rankers: 2\n  transport: tcp\n  tcp: {speed: 1}", `unknown key "speed"`},
 	} {
 		_, err := Parse("w.yaml", []byte(strings.Replace(base, c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want %q", c.new, err, c.want)
 		}
+	}
+	// A rate is a number (floats too), and open loop keeps outstanding as
+	// the cap on requests in flight.
+	if s, err := Parse("w.yaml", []byte(strings.Replace(base, "rankers: 2", "rankers: 2\n  rate: 2.5e3", 1))); err != nil || s.Workload.Rate != 2500 {
+		t.Errorf("rate 2.5e3: %v", err)
 	}
 	inc := strings.Replace(workloadYAML, "servers: 8", "servers: 8\n  shards: 4", 1)
 	if _, err := Parse("w.yaml", []byte(inc)); err == nil || !strings.Contains(err.Error(), "workload.shards: not used by kind incast-pull") {

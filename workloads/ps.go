@@ -12,6 +12,7 @@ import (
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/tcpsim"
 )
 
 // PSConfig is the parameter-server cluster of the paper's §2.1 (Figure 1):
@@ -20,7 +21,8 @@ import (
 // their own hosts.
 //
 // A ranker keeps RankerOutstanding user requests in flight (closed loop;
-// or Poisson arrivals at RankerRate per second). A user request needs
+// or Poisson arrivals at RankerRate per second, at most RankerOutstanding
+// in flight: an arrival that finds them all busy is dropped and counted). A user request needs
 // FanOut shards, drawn uniformly; it becomes one fetch
 // sub-request per distinct server holding them, answered with one
 // FetchResponse-sized value per shard; the user request completes when
@@ -45,20 +47,38 @@ type PSConfig struct {
 	PushSize          SizeDist // per shard; default = FetchResponse
 	Warmup, Measure   sim.Time // defaults 500 us, 2 ms
 	Seed              uint64
+	// Transport is RDMA (default: ByteExpress on Cluster's RNICs) or TCP
+	// (tcpsim with TCP on the same fabric; Cluster.NIC, BE, Pool and CPU
+	// are then unused).
+	Transport string
+	TCP       tcpsim.Config
 }
 
 // PSResult is what one PS-cluster run measured.
 type PSResult struct {
 	UserLatency  *metrics.Histogram // ranker user requests, ns (started in the interval)
 	SubLatency   *metrics.Histogram // fetch sub-requests (rankers and trainers), ns
+	PushLatency  *metrics.Histogram // trainer pushes, until acknowledged, ns
 	IterTime     *metrics.Histogram // trainer iterations, ns
 	UserRequests int64              // completed in the interval
-	Iterations   int64              // trainer iterations completed in the interval
-	ClientGbps   float64            // payload received by rankers and trainers
-	ServerGbps   float64            // payload received by servers (pushes)
-	Report       *fabric.Report
-	Events       uint64
-	Errors       []error
+	UserDropped  int64              // open-loop arrivals in the interval that found every slot busy
+	// FetchIncomplete and PushIncomplete count the sub-requests sent in the
+	// interval and still unanswered at its end (a TCP flow waiting for its
+	// retransmission timeout, say). They are in SubLatency and PushLatency
+	// at their age at the end, so those percentiles are lower bounds when
+	// these are non-zero, rather than survivors only.
+	FetchIncomplete, PushIncomplete int64
+	Iterations                      int64   // trainer iterations completed in the interval
+	ClientGbps                      float64 // payload received by rankers and trainers
+	ServerGbps                      float64 // payload received by servers (pushes)
+	Report                          *fabric.Report
+	// CPU is the modelled CPU per host in percent of one core, for the
+	// clients [0] and the servers [1], over the measured interval.
+	CPU    [2]CPU
+	TCP    *tcpsim.Stats // summed over hosts; nil over RDMA
+	NAKs   uint64        // RDMA: sequence-error NAKs sent by responders (lost frames)
+	Events uint64
+	Errors []error
 }
 
 const (
@@ -100,6 +120,12 @@ func (c *PSConfig) defaults() {
 	}
 }
 
+// Transports a PS cluster can run over.
+const (
+	RDMA = "rdma" // ByteExpress over the simulated RNICs (default)
+	TCP  = "tcp"  // the kernel TCP model of package tcpsim: the paper's §8 baseline
+)
+
 // RunPS builds and runs one parameter-server cluster simulation.
 func RunPS(cfg PSConfig) (*PSResult, error) {
 	cfg.defaults()
@@ -110,6 +136,8 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 		return nil, errors.New("workloads: ps fan-out and trainer shards must be in [1, shards]")
 	case cfg.Request < psHdr || cfg.RankerOutstanding < 1 || cfg.RankerRate < 0 || cfg.Compute < 0:
 		return nil, fmt.Errorf("workloads: ps needs request >= %d, ranker outstanding >= 1, rate and compute >= 0", psHdr)
+	case cfg.Transport != "" && cfg.Transport != RDMA && cfg.Transport != TCP:
+		return nil, fmt.Errorf("workloads: ps transport %q: allowed rdma, tcp", cfg.Transport)
 	}
 	for _, d := range []*SizeDist{&cfg.FetchResponse, &cfg.PushSize} {
 		if err := d.Prepare(); err != nil {
@@ -129,85 +157,172 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 	}
 	sc.Fabric.Seed = cfg.Seed
 	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: 1}
+	r := &psRun{cfg: &cfg, user: metrics.New(3), sub: metrics.New(3), push: metrics.New(3), iter: metrics.New(3)}
+	r.shardServer = ShardServers(cfg.Shards, cfg.Servers)
+	var err error
+	if cfg.Transport == TCP {
+		err = r.buildTCP(sc.Fabric, cl*hpl)
+	} else {
+		err = r.buildRDMA(sc, cl*hpl)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, pc := range r.clients {
+		pc.start()
+	}
+	k := r.k
+	r.from, r.to = k.Now()+cfg.Warmup, k.Now()+cfg.Warmup+cfg.Measure
+	k.RunUntil(r.from)
+	crx0, srx0 := r.rx()
+	cpu0 := r.cpu()
+	k.RunUntil(r.to)
+	crx1, srx1 := r.rx()
+	cpu1 := r.cpu()
+	r.censor()
+	sec := cfg.Measure.Seconds()
+	res := &PSResult{FetchIncomplete: r.fetchOpen, PushIncomplete: r.pushOpen, UserLatency: r.user, SubLatency: r.sub, PushLatency: r.push, IterTime: r.iter, UserRequests: r.users, UserDropped: r.dropped, Iterations: r.iters,
+		ClientGbps: float64(crx1-crx0) * 8 / sec / 1e9, ServerGbps: float64(srx1-srx0) * 8 / sec / 1e9}
+	for i := range res.CPU {
+		res.CPU[i] = cpu1[i].minus(cpu0[i]).per(cfg.Measure, i, len(r.clients), cfg.Servers)
+	}
+	res.Report = r.net.Report()
+	r.stopped = true
+	res.Events = k.Events()
+	res.Errors = r.errs
+	if r.tcp != nil {
+		res.TCP = r.tcpStats()
+	} else {
+		for _, h := range r.be.Hosts() {
+			res.NAKs += h.NIC().Stats().SeqNAKsSent
+		}
+		_ = r.be.Close()
+	}
+	return res, nil
+}
+
+// buildRDMA puts the servers and clients on ByteExpress hosts and waits for
+// every socket to connect.
+func (r *psRun) buildRDMA(sc simhost.Config, firstServer int) error {
+	cfg := r.cfg
+	clients := cfg.Rankers + cfg.Trainers
 	if sc.BE.CQDepth == 0 {
 		d := sc.BE.Defaults()
 		sc.BE.CQDepth = max(d.CQDepth, (cfg.Servers+clients+8)*(d.SQDepth+d.RQDepth))
 	}
 	c, err := simhost.New(sc)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r := &psRun{cfg: &cfg, c: c, user: metrics.New(3), sub: metrics.New(3), iter: metrics.New(3)}
+	r.be, r.k, r.net = c, c.Kernel(), c.Network()
 	hs := c.Hosts()
-	r.shardServer = ShardServers(cfg.Shards, cfg.Servers)
 	for i := range cfg.Servers {
-		h := hs[cl*hpl+i]
+		h := hs[firstServer+i]
 		h.SetApp(&psServer{run: r, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/server%d", i))})
 		h.Listen()
 		r.servers = append(r.servers, h)
 	}
 	for i := range clients {
 		h := hs[i]
-		trainer := i >= cfg.Rankers
-		pc := &psClient{run: r, h: h, trainer: trainer, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/client%d", i)),
-			seen: make([]int, cfg.Servers)}
-		n := cfg.RankerOutstanding
-		if trainer {
-			n = 1
-		}
-		pc.slots = make([]psSlot, n)
-		pc.timer.Init(c.Kernel(), psTick{pc}, 0)
+		pc := r.newClient(i)
+		pc.h = h
 		h.SetApp(pc)
 		for _, s := range r.servers {
 			sk, err := h.Dial(s)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			pc.socks = append(pc.socks, sk)
 		}
-		r.clients = append(r.clients, pc)
 	}
 	want := clients * cfg.Servers
 	for r.connected < want && c.Now() < setupLimit {
 		c.RunFor(20 * sim.Microsecond)
 	}
 	if r.connected < want {
-		return nil, fmt.Errorf("workloads: ps: only %d of %d sockets connected after %v", r.connected, want, setupLimit)
+		return fmt.Errorf("workloads: ps: only %d of %d sockets connected after %v", r.connected, want, setupLimit)
 	}
-	for _, pc := range r.clients {
-		pc.start()
+	return nil
+}
+
+// buildTCP puts the same roles on the same fabric hosts over tcpsim, with
+// one established connection per (client, server).
+func (r *psRun) buildTCP(fc fabric.Config, firstServer int) error {
+	cfg := r.cfg
+	tc := cfg.TCP
+	if tc.Prio == 0 && fc.Switch.PFC.Lossless[0] {
+		return errors.New("workloads: ps over tcp: priority 0 is lossless; TCP needs a lossy class (set tcp prio)")
 	}
-	r.from, r.to = c.Now()+cfg.Warmup, c.Now()+cfg.Warmup+cfg.Measure
-	c.Run(r.from)
-	crx0, srx0 := r.rx()
-	c.Run(r.to)
-	crx1, srx1 := r.rx()
-	sec := cfg.Measure.Seconds()
-	res := &PSResult{UserLatency: r.user, SubLatency: r.sub, IterTime: r.iter, UserRequests: r.users, Iterations: r.iters,
-		ClientGbps: float64(crx1-crx0) * 8 / sec / 1e9, ServerGbps: float64(srx1-srx0) * 8 / sec / 1e9}
-	res.Report = c.Network().Report()
-	r.stopped = true
-	res.Events = c.Kernel().Events()
-	res.Errors = r.errs
-	_ = c.Close()
-	return res, nil
+	c, err := tcpsim.New(fc, tc)
+	if err != nil {
+		return err
+	}
+	r.tcp, r.k, r.net = c, c.Kernel(), c.Network()
+	hs := c.Hosts()
+	for i := range cfg.Servers {
+		h := hs[firstServer+i]
+		h.SetApp(&psServer{run: r, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/server%d", i))})
+		r.tservers = append(r.tservers, h)
+	}
+	for i := range cfg.Rankers + cfg.Trainers {
+		h := hs[i]
+		pc := r.newClient(i)
+		pc.th = h
+		h.SetApp(pc)
+		for _, s := range r.tservers {
+			cn, err := h.Dial(s)
+			if err != nil {
+				return err
+			}
+			pc.conns = append(pc.conns, cn)
+		}
+	}
+	return nil
+}
+
+func (r *psRun) newClient(i int) *psClient {
+	cfg := r.cfg
+	trainer := i >= cfg.Rankers
+	pc := &psClient{run: r, trainer: trainer, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/client%d", i))}
+	n := cfg.RankerOutstanding
+	if trainer {
+		n = 1
+	}
+	pc.slots = make([]psSlot, n)
+	pc.timer.Init(r.k, psTick{pc}, 0)
+	r.clients = append(r.clients, pc)
+	return pc
 }
 
 type psRun struct {
-	cfg             *PSConfig
-	c               *simhost.Cluster
-	from, to        sim.Time
-	user, sub, iter *metrics.Histogram
-	users, iters    int64
-	shardServer     []int
-	servers         []*simhost.Host
-	clients         []*psClient
-	connected       int
-	stopped         bool
+	cfg                   *PSConfig
+	be                    *simhost.Cluster
+	tcp                   *tcpsim.Cluster
+	k                     *sim.Kernel
+	net                   *fabric.Network
+	from, to              sim.Time
+	user, sub, push, iter *metrics.Histogram
+	users, iters, dropped int64
+	fetchOpen, pushOpen   int64
+	shardServer           []int
+	servers               []*simhost.Host
+	tservers              []*tcpsim.Host
+	clients               []*psClient
+	connected             int
+	stopped               bool
 	failures
 }
 
 func (r *psRun) rx() (clients, servers uint64) {
+	if r.tcp != nil {
+		for _, pc := range r.clients {
+			clients += pc.th.Stats().RxPayload
+		}
+		for _, h := range r.tservers {
+			servers += h.Stats().RxPayload
+		}
+		return
+	}
 	for _, pc := range r.clients {
 		clients += pc.h.NIC().Stats().RxPayload
 	}
@@ -217,24 +332,122 @@ func (r *psRun) rx() (clients, servers uint64) {
 	return
 }
 
+// CPU is modelled host CPU time by class (the rows of the paper's Table
+// 5), summed over a group of hosts, or per host as a share of one core.
+type CPU struct {
+	User, Sys, Softirq float64
+}
+
+// Total is the sum of the classes.
+func (c CPU) Total() float64 { return c.User + c.Sys + c.Softirq }
+
+type cpuTimes struct{ user, sys, softirq sim.Time }
+
+func (a cpuTimes) minus(b cpuTimes) cpuTimes {
+	return cpuTimes{a.user - b.user, a.sys - b.sys, a.softirq - b.softirq}
+}
+
+// per turns busy time over d into percent of one core per host of group i
+// (0 clients, 1 servers).
+func (a cpuTimes) per(d sim.Time, i, clients, servers int) CPU {
+	n := float64(clients)
+	if i == 1 {
+		n = float64(servers)
+	}
+	f := 100 / float64(d) / max(n, 1)
+	return CPU{User: float64(a.user) * f, Sys: float64(a.sys) * f, Softirq: float64(a.softirq) * f}
+}
+
+// cpu sums CPU time of the clients [0] and servers [1]. ByteExpress runs in
+// user space (its I/O threads poll, so the core's work and the verbs calls
+// are user time, and the data path makes no system calls); the kernel TCP
+// stack's time is split as tcpsim accounts it.
+func (r *psRun) cpu() (out [2]cpuTimes) {
+	if r.tcp != nil {
+		add := func(t *cpuTimes, s tcpsim.Stats) {
+			t.user += s.User
+			t.sys += s.Sys
+			t.softirq += s.Softirq
+		}
+		for _, pc := range r.clients {
+			add(&out[0], pc.th.Stats())
+		}
+		for _, h := range r.tservers {
+			add(&out[1], h.Stats())
+		}
+		return
+	}
+	for _, pc := range r.clients {
+		st := pc.h.Stats()
+		out[0].user += st.Busy + st.AppBusy
+	}
+	for _, h := range r.servers {
+		st := h.Stats()
+		out[1].user += st.Busy + st.AppBusy
+	}
+	return
+}
+
+func (r *psRun) tcpStats() *tcpsim.Stats {
+	var t tcpsim.Stats
+	for _, h := range r.tcp.Hosts() {
+		s := h.Stats()
+		t.TxSegments += s.TxSegments
+		t.Retransmits += s.Retransmits
+		t.FastRetransmits += s.FastRetransmits
+		t.Timeouts += s.Timeouts
+		t.AcksTx += s.AcksTx
+		t.CEReceived += s.CEReceived
+		t.OutOfOrder += s.OutOfOrder
+	}
+	return &t
+}
+
+// censor records every sub-request still outstanding at the end of the
+// interval at its age then (see PSResult.FetchIncomplete).
+func (r *psRun) censor() {
+	for _, pc := range r.clients {
+		for i := range pc.slots {
+			sl := &pc.slots[i]
+			if sl.pending == 0 {
+				continue
+			}
+			at, h, n := sl.start, r.sub, &r.fetchOpen
+			if sl.push {
+				at, h, n = sl.pushAt, r.push, &r.pushOpen
+			}
+			if at < r.from || at >= r.to {
+				continue
+			}
+			for range sl.pending {
+				h.Record(int64((r.to - at) / sim.Nanosecond))
+				*n++
+			}
+		}
+	}
+}
+
 // psSlot is one user request (ranker) or iteration (trainer) in flight.
 type psSlot struct {
 	start   sim.Time
-	pending int // sub-requests (or pushes) outstanding
+	pushAt  sim.Time // trainers: when the pushes were sent
+	pending int      // sub-requests (or pushes) outstanding
 	push    bool
 	shards  []int // per server index touched: shard count (parallel to servers list)
 	servers []int
 }
 
-// psClient is a ranker or a trainer.
+// psClient is a ranker or a trainer, over ByteExpress sockets (h, socks)
+// or tcpsim connections (th, conns).
 type psClient struct {
 	run     *psRun
 	h       *simhost.Host
+	socks   []*byteexpress.Socket
+	th      *tcpsim.Host
+	conns   []*tcpsim.Conn
 	trainer bool
 	rng     *rand.Rand
-	socks   []*byteexpress.Socket
 	slots   []psSlot
-	seen    []int // scratch: shards per server for the request being built
 	timer   sim.Timer
 }
 
@@ -248,7 +461,7 @@ func (t psTick) OnEvent(now sim.Time, _ uint64) {
 		return
 	}
 	if pc.trainer {
-		pc.push(0, now)
+		pc.pushAll(0, now)
 		return
 	}
 	// Open loop: a new user request in a free slot (or dropped if none).
@@ -259,10 +472,21 @@ func (t psTick) OnEvent(now sim.Time, _ uint64) {
 			return
 		}
 	}
+	if now >= pc.run.from && now < pc.run.to {
+		pc.run.dropped++
+	}
+}
+
+// now is the client's clock: the delivering I/O thread's under ByteExpress.
+func (pc *psClient) now() sim.Time {
+	if pc.h != nil {
+		return pc.h.Now()
+	}
+	return pc.run.k.Now()
 }
 
 func (pc *psClient) start() {
-	now := pc.h.Now()
+	now := pc.now()
 	switch {
 	case pc.trainer:
 		pc.fetch(0, now)
@@ -292,10 +516,10 @@ func (pc *psClient) fetch(i int, now sim.Time) {
 	}
 }
 
-// push sends slot i's updates (trainers), one message per server.
-func (pc *psClient) push(i int, now sim.Time) {
+// pushAll sends slot i's updates (trainers), one message per server.
+func (pc *psClient) pushAll(i int, now sim.Time) {
 	sl := &pc.slots[i]
-	sl.push = true
+	sl.push, sl.pushAt = true, now
 	sl.pending = len(sl.servers)
 	for j, srv := range sl.servers {
 		n := 0
@@ -307,6 +531,12 @@ func (pc *psClient) push(i int, now sim.Time) {
 }
 
 func (pc *psClient) send(srv, slot int, op byte, shards, size int, now sim.Time) {
+	if pc.th != nil {
+		if err := pc.conns[srv].Send(size, tcpsim.Meta{uint64(slot), uint64(now), uint64(op), uint64(shards)}); err != nil {
+			pc.run.fail(err)
+		}
+		return
+	}
 	buf, err := pc.h.Allocate(size)
 	if err != nil {
 		pc.run.fail(err)
@@ -335,45 +565,65 @@ func (pc *psClient) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 		sent := sim.Time(binary.LittleEndian.Uint64(p[8:]))
 		op := p[16]
 		_ = h.Free(ev.Buf)
-		now := h.Now()
-		if op == opFetch && sent >= r.from && sent < r.to {
-			r.sub.Record(int64((now - sent) / sim.Nanosecond))
-		}
-		if slot >= len(pc.slots) {
+		if !pc.response(slot, sent, op, h.Now()) {
 			r.fail(fmt.Errorf("%s: response for slot %d", h.Name(), slot))
-			return
-		}
-		sl := &pc.slots[slot]
-		sl.pending--
-		if sl.pending > 0 || r.stopped {
-			return
-		}
-		switch {
-		case pc.trainer && !sl.push:
-			pc.timer.Set(now + r.cfg.Compute)
-		case pc.trainer:
-			if sl.start >= r.from && sl.start < r.to {
-				r.iter.Record(int64((now - sl.start) / sim.Nanosecond))
-			}
-			if now >= r.from && now < r.to {
-				r.iters++
-			}
-			pc.fetch(slot, now)
-		default:
-			if sl.start >= r.from && sl.start < r.to {
-				r.user.Record(int64((now - sl.start) / sim.Nanosecond))
-			}
-			if now >= r.from && now < r.to {
-				r.users++
-			}
-			if r.cfg.RankerRate == 0 {
-				pc.fetch(slot, now)
-			}
 		}
 	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned,
 		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
 		r.failed(h, ev)
 	}
+}
+
+// OnMessage implements tcpsim.App.
+func (pc *psClient) OnMessage(h *tcpsim.Host, _ *tcpsim.Conn, m tcpsim.Message) {
+	if slot := int(m.Meta[0]); !pc.response(slot, sim.Time(m.Meta[1]), byte(m.Meta[2]), h.Now()) {
+		pc.run.fail(fmt.Errorf("host %d: response for slot %d", h.Index(), slot))
+	}
+}
+
+// response accounts one fetch response or push acknowledgement and moves
+// its slot on when it was the last one outstanding; false if slot is not
+// one of the client's.
+func (pc *psClient) response(slot int, sent sim.Time, op byte, now sim.Time) bool {
+	r := pc.run
+	if sent >= r.from && sent < r.to {
+		if op == opFetch {
+			r.sub.Record(int64((now - sent) / sim.Nanosecond))
+		} else {
+			r.push.Record(int64((now - sent) / sim.Nanosecond))
+		}
+	}
+	if slot < 0 || slot >= len(pc.slots) {
+		return false
+	}
+	sl := &pc.slots[slot]
+	sl.pending--
+	if sl.pending > 0 || r.stopped {
+		return true
+	}
+	switch {
+	case pc.trainer && !sl.push:
+		pc.timer.Set(now + r.cfg.Compute)
+	case pc.trainer:
+		if sl.start >= r.from && sl.start < r.to {
+			r.iter.Record(int64((now - sl.start) / sim.Nanosecond))
+		}
+		if now >= r.from && now < r.to {
+			r.iters++
+		}
+		pc.fetch(slot, now)
+	default:
+		if sl.start >= r.from && sl.start < r.to {
+			r.user.Record(int64((now - sl.start) / sim.Nanosecond))
+		}
+		if now >= r.from && now < r.to {
+			r.users++
+		}
+		if r.cfg.RankerRate == 0 {
+			pc.fetch(slot, now)
+		}
+	}
+	return true
 }
 
 // psServer answers fetches with one FetchResponse value per shard asked
@@ -383,19 +633,24 @@ type psServer struct {
 	rng *rand.Rand
 }
 
+// replySize draws the response to a request of op for shards shards.
+func (s *psServer) replySize(op byte, shards int) int {
+	if op != opFetch {
+		return psHdr + 8
+	}
+	n := 0
+	for range shards {
+		n += s.run.cfg.FetchResponse.Sample(s.rng)
+	}
+	return max(n, psHdr)
+}
+
 func (s *psServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 	r := s.run
 	switch ev.Kind {
 	case byteexpress.EvMessage:
 		p := ev.Buf.Bytes()
-		n := psHdr + 8
-		if p[16] == opFetch {
-			n = 0
-			for range int(binary.LittleEndian.Uint32(p[17:])) {
-				n += r.cfg.FetchResponse.Sample(s.rng)
-			}
-			n = max(n, psHdr)
-		}
+		n := s.replySize(p[16], int(binary.LittleEndian.Uint32(p[17:])))
 		buf, err := h.Allocate(n)
 		if err != nil {
 			_ = h.Free(ev.Buf)
@@ -411,6 +666,13 @@ func (s *psServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned,
 		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
 		r.failed(h, ev)
+	}
+}
+
+// OnMessage implements tcpsim.App.
+func (s *psServer) OnMessage(_ *tcpsim.Host, c *tcpsim.Conn, m tcpsim.Message) {
+	if err := c.Send(s.replySize(byte(m.Meta[2]), int(m.Meta[3])), m.Meta); err != nil {
+		s.run.fail(err)
 	}
 }
 

@@ -51,3 +51,55 @@ func TestPSCluster(t *testing.T) {
 		t.Errorf("open loop: %v, %d requests, %v", err, r3.UserRequests, r3.Errors)
 	}
 }
+
+// The same PS workload over the kernel TCP model: every request
+// completes, the run is deterministic, and at matched (open-loop) load the
+// CPU classes come out the way the paper's Table 5 attributes them:
+// ByteExpress spends no system or softirq time (it polls from user space),
+// TCP spends both, and its total is higher.
+func TestPSOverTCP(t *testing.T) {
+	c := psCfg()
+	c.Transport = TCP
+	r, err := RunPS(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case len(r.Errors) > 0:
+		t.Fatal(r.Errors)
+	case r.UserRequests == 0 || r.Iterations == 0 || r.ServerGbps <= 0:
+		t.Fatalf("tcp: %d user requests, %d iterations, %.2f Gbps of pushes", r.UserRequests, r.Iterations, r.ServerGbps)
+	case r.TCP == nil || r.TCP.TxSegments == 0:
+		t.Fatal("no TCP statistics")
+	}
+	r2, _ := RunPS(c)
+	if !reflect.DeepEqual([]any{r.UserRequests, r.Iterations, r.Events, r.CPU}, []any{r2.UserRequests, r2.Iterations, r2.Events, r2.CPU}) {
+		t.Error("two TCP runs differ")
+	}
+
+	open := func(transport string) *PSResult {
+		c := psCfg()
+		c.Transport, c.RankerRate, c.Trainers, c.RankerOutstanding = transport, 20_000, 0, 64
+		c.Measure = 2 * sim.Millisecond
+		r, err := RunPS(c)
+		if err != nil || len(r.Errors) > 0 {
+			t.Fatalf("%s: %v %v", transport, err, r.Errors)
+		}
+		return r
+	}
+	be, tcp := open(RDMA), open(TCP)
+	t.Logf("matched load: rdma %d requests, cpu %+v; tcp %d requests, cpu %+v, fetch p50 %d/%d us",
+		be.UserRequests, be.CPU[0], tcp.UserRequests, tcp.CPU[0], be.SubLatency.P50()/1000, tcp.SubLatency.P50()/1000)
+	if d := be.UserRequests - tcp.UserRequests; d*d*400 > be.UserRequests*be.UserRequests || be.UserDropped+tcp.UserDropped > 0 {
+		t.Errorf("open-loop load not matched: rdma %d requests (%d dropped), tcp %d (%d dropped)", be.UserRequests, be.UserDropped, tcp.UserRequests, tcp.UserDropped)
+	}
+	for i, who := range []string{"clients", "servers"} {
+		b, k := be.CPU[i], tcp.CPU[i]
+		if b.Sys != 0 || b.Softirq != 0 || b.User <= 0 {
+			t.Errorf("rdma %s: %+v, want user time only", who, b)
+		}
+		if k.Sys <= 0 || k.Softirq <= 0 || k.Total() <= b.Total() {
+			t.Errorf("tcp %s: %+v, want system and softirq time and a total above rdma's %.2f%%", who, k, b.Total())
+		}
+	}
+}
