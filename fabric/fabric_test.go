@@ -355,12 +355,12 @@ func checkConservation(t *testing.T, n *Network) {
 	t.Helper()
 	r := n.Report()
 	tt := r.Totals
-	accounted := tt.HostRxBytes + tt.DropBytes + tt.HeadroomDropBytes + tt.WatchdogDropBytes + tt.NoRouteDropBytes + tt.QueuedBytes + tt.InFlightBytes
+	accounted := tt.HostRxBytes + tt.DropBytes + tt.HeadroomDropBytes + tt.WatchdogDropBytes + tt.NoRouteDropBytes + tt.FaultDropBytes + tt.QueuedBytes + tt.InFlightBytes
 	if tt.HostTxBytes != accounted {
 		t.Fatalf("sent %d B != delivered %d + dropped %d/%d/%d/%d + queued %d + in flight %d (= %d)",
 			tt.HostTxBytes, tt.HostRxBytes, tt.DropBytes, tt.HeadroomDropBytes, tt.WatchdogDropBytes, tt.NoRouteDropBytes, tt.QueuedBytes, tt.InFlightBytes, accounted)
 	}
-	pk := tt.HostRxPackets + tt.Drops + tt.HeadroomDrops + tt.WatchdogDrops + tt.NoRouteDrops + tt.QueuedPackets + tt.InFlightPackets
+	pk := tt.HostRxPackets + tt.Drops + tt.HeadroomDrops + tt.WatchdogDrops + tt.NoRouteDrops + tt.FaultDrops + tt.QueuedPackets + tt.InFlightPackets
 	if tt.HostTxPackets != pk {
 		t.Fatalf("sent %d frames != %d accounted", tt.HostTxPackets, pk)
 	}
@@ -704,5 +704,61 @@ func TestPacedFlow(t *testing.T) {
 		if !within(f.Goodput(), want, 0.01) || !f.Done || f.FirstSent != 3*sim.Microsecond {
 			t.Fatalf("rate %d: goodput %.4g want %.4g (%+v)", rate, f.Goodput(), want, f)
 		}
+	}
+}
+
+// Link faults lose frames but never bytes from the accounting: every byte a
+// host sent is delivered, dropped (by a switch or a faulty link), queued or
+// on a wire, with drop and corruption rates on every host link and one
+// fabric link taken down and brought back.
+func TestConservationWithLinkFaults(t *testing.T) {
+	n := build(t, func(c *Config) {
+		c.Topology = Topology{Kind: LeafSpine, Leaves: 3, HostsPerLeaf: 3, Spines: 2}
+	})
+	nh := n.NumHosts()
+	for i, l := range n.Links {
+		if l.From < NodeID(nh) || l.To < NodeID(nh) {
+			l.SetLoss(0.01, 0.005, sim.Stream(1, fmt.Sprintf("link%d", i)))
+		}
+	}
+	for i := 0; i < nh-1; i++ {
+		addFlow(t, n, Flow{Src: NodeID(i), Dst: NodeID(nh - 1), Prio: uint8([]int{lossy, lossless}[i%2]), Size: 1 << 20})
+	}
+	var spineLink *Link
+	for _, l := range n.Links {
+		if l.From >= NodeID(nh) && l.To >= NodeID(nh) {
+			spineLink = l
+			break
+		}
+	}
+	n.Run(100 * sim.Microsecond)
+	checkConservation(t, n)
+	spineLink.SetDown(true)
+	n.Run(300 * sim.Microsecond)
+	checkConservation(t, n)
+	spineLink.SetDown(false)
+	n.Run(30 * sim.Millisecond)
+	checkConservation(t, n)
+	tt := n.Report().Totals
+	var lost, bad int64
+	for _, l := range n.Links {
+		lost += l.Faults.Lost
+		bad += l.Faults.Corrupted
+	}
+	if lost == 0 || bad == 0 || spineLink.Faults.Lost == 0 {
+		t.Errorf("faults did not bite: %d lost, %d corrupted, %d lost on the downed link", lost, bad, spineLink.Faults.Lost)
+	}
+	if tt.FaultDrops != lost+bad || n.Pool.Live != 0 {
+		t.Errorf("totals: %d fault drops (want %d), %d packets live", tt.FaultDrops, lost+bad, n.Pool.Live)
+	}
+	// About 1.5% of the frames through a host link are lost there.
+	var through int64
+	for _, l := range n.Links {
+		if l.From < NodeID(nh) || l.To < NodeID(nh) {
+			through += l.Delivered + l.Faults.Lost + l.Faults.Corrupted
+		}
+	}
+	if f := float64(lost+bad-spineLink.Faults.Lost) / float64(through); f < 0.01 || f > 0.02 {
+		t.Errorf("host links lost %.4f of their frames, want about 0.015", f)
 	}
 }

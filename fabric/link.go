@@ -1,6 +1,10 @@
 package fabric
 
-import "github.com/besim/besim/sim"
+import (
+	"math/rand/v2"
+
+	"github.com/besim/besim/sim"
+)
 
 // receiver is the far end of a link: a switch Port or a HostPort.
 type receiver interface {
@@ -31,6 +35,39 @@ type Link struct {
 	Delivered      int64
 	DeliveredBytes int64
 	DeliveredPFC   int64
+
+	// Faults (set by package faults, paper §7): a down link loses every
+	// frame that reaches its far end, as a cut cable or a port that lost
+	// its signal; routes do not change (static routing, so traffic is
+	// black-holed until the link is back, as before a routing protocol
+	// reconverges). While up, each frame is lost with probability drop, or
+	// arrives corrupted with probability corrupt and is discarded by the
+	// receiver's FCS check. PFC frames suffer the same faults.
+	down          bool
+	drop, corrupt float64
+	rng           *rand.Rand
+	pool          *Pool
+	Faults        LinkFaults
+}
+
+// LinkFaults counts frames lost to faults on one link. Data counts exclude
+// PFC frames, so they enter the fabric's conservation of host bytes.
+type LinkFaults struct {
+	Lost, LostBytes           int64 // data frames lost while down or to the drop rate
+	Corrupted, CorruptedBytes int64 // data frames discarded for a bad FCS
+	PFCLost                   int64 // PFC frames lost or corrupted
+}
+
+// SetDown takes the link down (true) or brings it back up.
+func (l *Link) SetDown(down bool) { l.down = down }
+
+// Down reports whether the link is down.
+func (l *Link) Down() bool { return l.down }
+
+// SetLoss sets the per-frame drop and corruption probabilities (0 turns
+// them off); rng draws them (one stream per link keeps runs reproducible).
+func (l *Link) SetLoss(drop, corrupt float64, rng *rand.Rand) {
+	l.drop, l.corrupt, l.rng = drop, corrupt, rng
 }
 
 // send puts p on the wire; its serialization ends at txEnd.
@@ -51,12 +88,42 @@ func (l *Link) OnEvent(now sim.Time, _ uint64) {
 	if h := l.inflight.Peek(); h != nil {
 		l.k.Post(h.due, l.hid, 0)
 	}
+	if l.down || l.drop > 0 || l.corrupt > 0 {
+		if l.fault(p) {
+			return
+		}
+	}
 	l.Delivered++
 	l.DeliveredBytes += int64(p.Size)
 	if p.Kind == KindPause {
 		l.DeliveredPFC++
 	}
 	l.to.arrive(now, p)
+}
+
+// fault applies the link's faults to p; true means p is gone.
+func (l *Link) fault(p *Packet) bool {
+	lost, bad := l.down, false
+	if !lost && l.rng != nil {
+		u := l.rng.Float64()
+		lost, bad = u < l.drop, u >= l.drop && u < l.drop+l.corrupt
+	}
+	if !lost && !bad {
+		return false
+	}
+	f := &l.Faults
+	switch {
+	case p.Kind == KindPause:
+		f.PFCLost++
+	case lost:
+		f.Lost++
+		f.LostBytes += int64(p.Size)
+	default:
+		f.Corrupted++
+		f.CorruptedBytes += int64(p.Size)
+	}
+	l.pool.Put(p)
+	return true
 }
 
 // InFlight is the number of frames on the wire and their frame bytes, and

@@ -103,7 +103,7 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 func (n *Network) connect(e edge) error {
 	nh := NodeID(len(n.Hosts))
 	mk := func(from, to NodeID, r receiver) *Link {
-		l := &Link{k: n.K, Rate: e.link.Rate, Delay: e.link.Delay, From: from, To: to, to: r}
+		l := &Link{k: n.K, Rate: e.link.Rate, Delay: e.link.Delay, From: from, To: to, to: r, pool: n.Pool}
 		l.hid = n.K.Register(l)
 		n.Links = append(n.Links, l)
 		return l
@@ -172,6 +172,16 @@ func countBits(m uint8) int {
 
 // Config is the (validated) configuration the network was built from.
 func (n *Network) Config() Config { return n.cfg }
+
+// Link is the link from a to b (adjacent nodes), or nil.
+func (n *Network) Link(from, to NodeID) *Link {
+	for _, l := range n.Links {
+		if l.From == from && l.To == to {
+			return l
+		}
+	}
+	return nil
+}
 
 // NumHosts is the number of hosts; their ids are 0..NumHosts-1.
 func (n *Network) NumHosts() int { return len(n.Hosts) }

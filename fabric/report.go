@@ -32,6 +32,8 @@ type Totals struct {
 	HeadroomDrops, HeadroomDropBytes int64 // lossless drops: headroom overflow (misconfiguration)
 	WatchdogDrops, WatchdogDropBytes int64 // dropped by the storm watchdog
 	NoRouteDrops, NoRouteDropBytes   int64
+	FaultDrops, FaultDropBytes       int64 // data frames lost on faulty links (down, drop rate, corruption)
+	FaultPFCLost                     int64 // PFC frames lost on faulty links
 
 	QueuedPackets, QueuedBytes     int64 // in switch egress queues now
 	InFlightPackets, InFlightBytes int64 // data frames on links now
@@ -197,6 +199,10 @@ func (n *Network) Report() *Report {
 		_, _, df, db := l.InFlight()
 		t.InFlightPackets += int64(df)
 		t.InFlightBytes += db
+		f := &l.Faults
+		t.FaultDrops += f.Lost + f.Corrupted
+		t.FaultDropBytes += f.LostBytes + f.CorruptedBytes
+		t.FaultPFCLost += f.PFCLost
 	}
 	t.PoolLive = n.Pool.Live
 	t.PoolAllocated = n.Pool.Allocated()

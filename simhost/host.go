@@ -210,6 +210,22 @@ func (h *Host) crash(now sim.Time) {
 	}
 }
 
+// FailQPs moves every live QP of the host to the error state, as a fatal
+// RNIC or QP error does (paper §7.1: the engine sees flushed completions
+// and reports an engine error). It returns how many QPs it failed.
+func (h *Host) FailQPs() int {
+	n := 0
+	for _, q := range h.qps {
+		if q.destroyed || q.State() == verbs.StateErr || q.State() == verbs.StateReset {
+			continue
+		}
+		if q.Modify(&verbs.QPAttr{State: verbs.StateErr}, verbs.AttrState) == nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Crashed reports whether the host has crashed, and when.
 func (h *Host) Crashed() (bool, sim.Time) { return h.crashed, h.crashedAt }
 
