@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/faults"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
@@ -33,6 +34,7 @@ type Sim struct {
 	rflows []*rdmaFlow  // rc and ud flows, in ExpandFlows order
 	bench  *bench       // benchmark scenarios
 	work   *workloadSim // workload scenarios
+	inj    *faults.Injector
 }
 
 type flowRef struct {
@@ -163,6 +165,9 @@ func Build(s *scenarios.Scenario) (*Sim, error) {
 		if err := x.buildRNIC(); err != nil {
 			return nil, err
 		}
+		if err := x.scheduleFaults(); err != nil {
+			return nil, err
+		}
 		return x, nil
 	}
 	for _, fi := range s.ExpandFlows() {
@@ -177,7 +182,23 @@ func Build(s *scenarios.Scenario) (*Sim, error) {
 		}
 		x.flows[id] = flowRef{name: name, inst: fi}
 	}
+	if err := x.scheduleFaults(); err != nil {
+		return nil, err
+	}
 	return x, nil
+}
+
+// scheduleFaults injects the scenario's faults into a flow scenario.
+func (x *Sim) scheduleFaults() error {
+	if len(x.Scenario.Faults) == 0 {
+		return nil
+	}
+	inj, err := faults.Schedule(x.Kernel, x.Net, nil, x.Scenario.Seed, FaultSpecs(x.Scenario))
+	if err != nil {
+		return x.Scenario.Errorf("faults", "%v", err)
+	}
+	x.inj = inj
+	return nil
 }
 
 // Run simulates the scenario's duration and reports. The wall-clock Timing
@@ -196,6 +217,9 @@ func (x *Sim) Run() *report.Result {
 	} else {
 		x.Net.Run(x.Scenario.Duration.Time())
 		r = x.Result()
+		if x.inj != nil {
+			faultsResult(r, x.inj.Log, x.Net.Report().Totals)
+		}
 		ev = x.Kernel.Events()
 	}
 	wall := time.Since(start).Seconds()

@@ -97,6 +97,16 @@ func TestEmbeddedScenarioPhysics(t *testing.T) {
 	if lossy["pfc/frames_tx"] != 0 || lossy["fabric/drops"] == 0 {
 		t.Errorf("lossy incast: pfc frames %v drops %v", lossy["pfc/frames_tx"], lossy["fabric/drops"])
 	}
+	fo := res("failover")
+	if fo["failover/failed"] != 0 || fo["failover/detected_after"] < 39 || fo["failover/detected_after"] > 41 ||
+		fo["failover/rate_recovered_after"] <= 0 || fo["failover/completed"] < 10000 {
+		t.Errorf("failover: failed %v, detected after %v ms (want Tr, 40), rate back after %v ms, %v completed",
+			fo["failover/failed"], fo["failover/detected_after"], fo["failover/rate_recovered_after"], fo["failover/completed"])
+	}
+	st := res("pfc-storm")
+	if v := st["flow/victim/goodput"]; v < 3 || v > 8 || st["faults/storm_trips"] < 1 {
+		t.Errorf("pfc-storm: victim %.2f Gbps (want stalled part of the time, of 10), %v watchdog trips", v, st["faults/storm_trips"])
+	}
 	lr := res("line-rate")
 	if g := lr["flow/bulk/goodput"]; g < 23.0 || g > 23.2 {
 		t.Errorf("line-rate goodput %.3f Gbps, want 25 x 1024/1106 = 23.15", g)

@@ -19,6 +19,7 @@ import (
 type workloadSim struct {
 	cfg    workloads.IncastConfig // incast-pull
 	ps     *workloads.PSConfig    // ps-cluster
+	fo     *workloads.FailoverConfig
 	events uint64
 }
 
@@ -41,12 +42,23 @@ func IncastConfig(s *scenarios.Scenario) (workloads.IncastConfig, error) {
 }
 
 func buildWorkload(s *scenarios.Scenario) (*Sim, error) {
-	if s.Workload.Kind == scenarios.PSCluster {
+	switch s.Workload.Kind {
+	case scenarios.PSCluster:
 		cfg, err := PSConfig(s)
 		if err != nil {
 			return nil, err
 		}
+		cfg.Faults = FaultSpecs(s)
 		return &Sim{Scenario: s, work: &workloadSim{ps: &cfg}}, nil
+	case scenarios.Failover:
+		cfg, err := FailoverConfig(s)
+		if err != nil {
+			return nil, err
+		}
+		return &Sim{Scenario: s, work: &workloadSim{fo: &cfg}}, nil
+	}
+	if len(s.Faults) > 0 {
+		return nil, s.Errorf("faults", "not supported by workload kind %s (use ps-cluster, failover, or flows)", s.Workload.Kind)
 	}
 	if s.Workload.Kind != scenarios.IncastPull {
 		return nil, s.Errorf("workload.kind", "unknown workload %q", s.Workload.Kind)
@@ -68,6 +80,9 @@ func (w *workloadSim) explain(s *scenarios.Scenario, out io.Writer) error {
 	if w.ps != nil {
 		fc = w.ps.Cluster.Fabric
 	}
+	if w.fo != nil {
+		fc = w.fo.Cluster.Fabric
+	}
 	net, err := fabric.New(sim.NewKernel(), fc)
 	if err != nil {
 		return s.Errorf("fabric", "%v", err)
@@ -77,6 +92,11 @@ func (w *workloadSim) explain(s *scenarios.Scenario, out io.Writer) error {
 
 func (w *workloadSim) summary(s *scenarios.Scenario, out io.Writer) error {
 	t := s.Fabric.Topology
+	if f := w.fo; f != nil {
+		_, err := fmt.Fprintf(out, "%s: valid (workload failover: %d shards on replica pairs in two mini-pods, %d clients x %d fetches of %d B through the RPC layer (Tr %v), %d faults; %s simulated after setup)\n",
+			s.Name, f.Shards, f.Clients, f.Outstanding, f.Response, f.RPC.RequestTimeout, len(f.Faults), s.Duration)
+		return err
+	}
 	if p := w.ps; p != nil {
 		_, err := fmt.Fprintf(out, "%s: valid (workload ps-cluster: %d shards on %d servers, %d rankers (fan-out %d), %d trainers (%d shards, compute %s), window %d B (0: none); leaf-spine of %d leaves x %d hosts, 1 spine; %s measured after setup + %s warmup)\n",
 			s.Name, p.Shards, p.Servers, p.Rankers, p.FanOut, p.Trainers, p.TrainerShards, p.Compute, p.Cluster.BE.Cwnd, t.Leaves, t.HostsPerLeaf, s.Duration, s.Workload.Warmup)
@@ -93,6 +113,17 @@ func (w *workloadSim) summary(s *scenarios.Scenario, out io.Writer) error {
 
 func (w *workloadSim) run(s *scenarios.Scenario) *report.Result {
 	r := &report.Result{Tool: "besim", Scenario: s.Name, Seed: s.Seed, Duration: s.Duration.String()}
+	if w.fo != nil {
+		res, err := workloads.RunFailover(*w.fo)
+		if err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("workload failed: %v", err))
+			return r
+		}
+		w.events = res.Events
+		FailoverResult(r, w.fo, res)
+		faultsResult(r, res.Faults, res.Report.Totals)
+		return r
+	}
 	if w.ps != nil {
 		res, err := workloads.RunPS(*w.ps)
 		if err != nil {
@@ -101,6 +132,7 @@ func (w *workloadSim) run(s *scenarios.Scenario) *report.Result {
 		}
 		w.events = res.Events
 		PSResult(r, w.ps, res)
+		faultsResult(r, res.Faults, res.Report.Totals)
 		return r
 	}
 	res, err := workloads.RunIncast(w.cfg)
@@ -220,6 +252,8 @@ func clusterConfig(s *scenarios.Scenario) (simhost.Config, error) {
 	sc := simhost.Config{Fabric: fc, NIC: nic, CPU: simhost.DefaultCPUCost()}
 	sc.BE.Cwnd = int(w.Window.Bytes())
 	sc.BE.FragSize = int(w.Fragment)
+	sc.BE.UseSRQ = w.SRQ
+	sc.BE.SQDepth, sc.BE.RecvBufSize = w.SQDepth, int(w.RecvBuffer)
 	return sc, nil
 }
 

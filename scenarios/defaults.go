@@ -267,6 +267,7 @@ func (s *Scenario) ApplyDefaults() error {
 	if s.Workload != nil {
 		d.workload()
 	}
+	d.faults()
 	d.outputs()
 	return d.errs.err()
 }

@@ -51,10 +51,10 @@ func TestParseErrors(t *testing.T) {
 		want     string // the first error, exactly
 	}{
 		// Unknown keys, at each level.
-		{"unknown top key", "name: t\n", "name: t\nfaults: {qps: 4}\n",
-			`t.yaml:2: faults: unknown key "faults" (allowed keys: version, name, description, seed, duration, fabric, hosts, rnic, dcqcn, flows, benchmark, workload, outputs)`},
+		{"unknown top key", "name: t\n", "name: t\nfailures: {qps: 4}\n",
+			`t.yaml:2: failures: unknown key "failures" (allowed keys: version, name, description, seed, duration, fabric, hosts, rnic, dcqcn, flows, benchmark, workload, faults, outputs)`},
 		{"unknown key typo", "duration: 2ms", "duraton: 2ms",
-			`t.yaml:2: duraton: unknown key "duraton", did you mean "duration"? (allowed keys: version, name, description, seed, duration, fabric, hosts, rnic, dcqcn, flows, benchmark, workload, outputs)`},
+			`t.yaml:2: duraton: unknown key "duraton", did you mean "duration"? (allowed keys: version, name, description, seed, duration, fabric, hosts, rnic, dcqcn, flows, benchmark, workload, faults, outputs)`},
 		{"unknown nested key", "    delay: 1us", "    latency: 1us",
 			`t.yaml:7: fabric.links.latency: unknown key "latency" (allowed keys: rate, delay, host_rate, uplink_rate)`},
 		{"unknown key in flow mapping", "prio: 3}", "prio: 3, bytes: 1}",
@@ -206,7 +206,7 @@ func TestParseErrors(t *testing.T) {
 		{"comment only", "", "# nothing\n",
 			`t.yaml:1: empty scenario (at least name, duration, fabric.topology and flows are needed)`},
 		{"not a mapping", "", "- a\n- b\n",
-			`t.yaml:1: expected a mapping, got a list (allowed keys: version, name, description, seed, duration, fabric, hosts, rnic, dcqcn, flows, benchmark, workload, outputs)`},
+			`t.yaml:1: expected a mapping, got a list (allowed keys: version, name, description, seed, duration, fabric, hosts, rnic, dcqcn, flows, benchmark, workload, faults, outputs)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

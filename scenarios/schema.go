@@ -40,6 +40,7 @@ type Scenario struct {
 	Flows       []Flow     `yaml:"flows,omitempty"`
 	Benchmark   *Benchmark `yaml:"benchmark,omitempty"`
 	Workload    *Workload  `yaml:"workload,omitempty"`
+	Faults      []Fault    `yaml:"faults,omitempty"`
 	Outputs     Outputs    `yaml:"outputs"`
 
 	src *source // positions of the nodes it was parsed from; nil if built in Go

@@ -52,6 +52,9 @@ func (s *Scenario) Validate() error {
 		if s.Workload != nil {
 			v.bad("workload", "not used with a benchmark (a scenario is a benchmark, a workload, or flows)")
 		}
+		if len(s.Faults) > 0 {
+			v.bad("faults", "not used with a benchmark")
+		}
 		v.benchmark()
 		v.rnic()
 		v.dcqcn()
@@ -71,6 +74,7 @@ func (s *Scenario) Validate() error {
 	} else {
 		v.flows(hosts, declared)
 	}
+	v.faults()
 	v.outputs()
 	return v.errs.err()
 }

@@ -26,11 +26,15 @@ const (
 	// hashed over servers, rankers with fan-out fetches, trainers that
 	// fetch, compute and push.
 	PSCluster WorkloadKind = "ps-cluster"
+	// Failover is the recovery experiment of §7.2: replicated shard
+	// groups in two mini-pods, clients fetching through the RPC layer
+	// (byteexpress/rpc), and the scenario's faults section injected.
+	Failover WorkloadKind = "failover"
 )
 
-var workloadKinds = []string{string(IncastPull), string(PSCluster)}
+var workloadKinds = []string{string(IncastPull), string(PSCluster), string(Failover)}
 
-// UnmarshalYAML accepts incast-pull, ps-cluster.
+// UnmarshalYAML accepts incast-pull, ps-cluster, failover.
 func (k *WorkloadKind) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(k), "workload kind", workloadKinds)
 }
@@ -141,6 +145,16 @@ type Workload struct {
 	Window Window `yaml:"window"`
 	// Fragment is byteexpress Config.FragSize; default 4KiB.
 	Fragment Size `yaml:"fragment"`
+	// SRQ is byteexpress Config.UseSRQ: one shared receive queue per I/O
+	// thread (§6.2.2) instead of a dedicated RQ of posted buffers per
+	// engine (no receive credits then). Default false.
+	SRQ bool `yaml:"srq,omitempty"`
+	// SQDepth and RecvBuffer are byteexpress Config.SQDepth (send WRs per
+	// engine, default 32) and Config.RecvBufSize (each receive buffer and
+	// send staging slot, default 8KiB). Every engine registers SQDepth x
+	// RecvBuffer of staging memory, so production fan-in needs them small.
+	SQDepth    int  `yaml:"sq_depth,omitempty"`
+	RecvBuffer Size `yaml:"recv_buffer,omitempty"`
 	// Victim adds the victim flow (a perftest-like RC WRITE stream from a
 	// host on the servers' leaf to an idle host on the workers' leaf).
 	// Default true.
@@ -169,6 +183,26 @@ type Workload struct {
 	// fabric and hosts). The rest of the scenario stays as it is.
 	Transport WorkloadTransport `yaml:"transport,omitempty"`
 	TCP       *TCP              `yaml:"tcp,omitempty"` // transport tcp only
+
+	// failover only (shards is shared with ps-cluster: the replica sets).
+	Clients   int        `yaml:"clients,omitempty"` // default 2
+	RPC       *RPC       `yaml:"rpc,omitempty"`
+	Keepalive *Keepalive `yaml:"keepalive,omitempty"`
+}
+
+// RPC is the recovery policy of byteexpress/rpc (paper §7.2); zero fields
+// take the paper's values.
+type RPC struct {
+	ConnectTimeout Duration `yaml:"connect_timeout"` // Tc, default 10ms
+	RequestTimeout Duration `yaml:"request_timeout"` // Tr, default 40ms
+	RetryProb      Fraction `yaml:"retry_prob"`      // default 50% (the paper gives no value)
+	MaxAttempts    int      `yaml:"max_attempts"`    // default 3
+}
+
+// Keepalive is the ByteExpress keepalive (§7.1).
+type Keepalive struct {
+	Interval Duration `yaml:"interval"` // default 100ms
+	Timeout  Duration `yaml:"timeout"`  // default 5 x interval
 }
 
 // WorkloadTransport selects a ps-cluster's transport.
@@ -246,6 +280,9 @@ const (
 // they need (package workloads, IncastConfig.Layout, builds the same).
 func (w *Workload) WorkloadTopology() Topology {
 	hpl := max(w.HostsPerLeaf, 1)
+	if w.Kind == Failover {
+		return Topology{Kind: LeafSpine, Leaves: 3, HostsPerLeaf: max(w.HostsPerLeaf, w.Shards, w.Clients, 1), Spines: 1}
+	}
 	if w.Kind == PSCluster {
 		cl := max(1, (w.Rankers+w.Trainers+hpl-1)/hpl)
 		return Topology{Kind: LeafSpine, Leaves: max(2, cl+(w.Servers+hpl-1)/hpl), HostsPerLeaf: hpl, Spines: 1}
@@ -265,6 +302,9 @@ func (d *defaulter) workloadEarly() {
 	def(d, "workload.hosts_per_leaf", &w.HostsPerLeaf, defaultHostsPerLeaf)
 	if w.Kind == PSCluster {
 		def(d, "workload.shards", &w.Shards, 8*w.Servers)
+	} else if w.Kind == Failover {
+		def(d, "workload.shards", &w.Shards, 4)
+		def(d, "workload.clients", &w.Clients, 2)
 	} else {
 		def(d, "workload.workers", &w.Workers, defaultWorkers)
 		defBool(&w.Victim, true)
@@ -296,6 +336,21 @@ func (d *defaulter) workload() {
 	}
 	def(d, p+".fragment", &w.Fragment, defaultFragment)
 	def(d, p+".warmup", &w.Warmup, defaultWorkloadWarm)
+	if w.Kind == Failover {
+		if w.RPC == nil {
+			w.RPC = &RPC{}
+		}
+		def(d, p+".rpc.connect_timeout", &w.RPC.ConnectTimeout, Duration(10*sim.Millisecond))
+		def(d, p+".rpc.request_timeout", &w.RPC.RequestTimeout, Duration(40*sim.Millisecond))
+		def(d, p+".rpc.retry_prob", &w.RPC.RetryProb, Fraction(0.5))
+		def(d, p+".rpc.max_attempts", &w.RPC.MaxAttempts, 3)
+		if w.Keepalive == nil {
+			w.Keepalive = &Keepalive{}
+		}
+		def(d, p+".keepalive.interval", &w.Keepalive.Interval, Duration(100*sim.Millisecond))
+		def(d, p+".keepalive.timeout", &w.Keepalive.Timeout, 5*w.Keepalive.Interval)
+		return
+	}
 	if w.Kind == PSCluster {
 		def(d, p+".fan_out", &w.FanOut, defaultFanOut)
 		def(d, p+".trainer_shards", &w.TrainerShards, w.FanOut)
@@ -330,22 +385,28 @@ func (v *validator) workload() {
 	s := v.s
 	w := s.Workload
 	const p = "workload"
-	shared := []string{"kind", "servers", "hosts_per_leaf", "request", "response", "outstanding", "rate", "window", "fragment", "warmup"}
-	own := map[WorkloadKind][]string{
-		IncastPull: {"workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"},
-		PSCluster:  {"shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp"},
+	shared := []string{"kind", "servers", "hosts_per_leaf", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "sq_depth", "recv_buffer", "warmup"}
+	uses := map[WorkloadKind][]string{
+		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"),
+		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp"),
+		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "warmup", "rpc", "keepalive"},
 	}
 	switch w.Kind {
-	case IncastPull, PSCluster:
-		uses := append(append([]string(nil), shared...), own[w.Kind]...)
-		for k, keys := range own {
-			if k == w.Kind {
-				continue
-			}
+	case IncastPull, PSCluster, Failover:
+		mine := map[string]bool{}
+		for _, k := range uses[w.Kind] {
+			mine[k] = true
+		}
+		seen := map[string]bool{}
+		for _, keys := range uses {
 			for _, key := range keys {
-				if s.present(p + "." + key) {
-					v.bad(p+"."+key, "not used by kind %s (%s uses: %s)", w.Kind, w.Kind, strings.Join(uses, ", "))
+				// A normalized failover scenario carries servers: 0 (the
+				// field has no omitempty: 0 means something to incast-pull).
+				zeroServers := w.Kind == Failover && key == "servers" && w.Servers == 0
+				if !mine[key] && !seen[key] && s.present(p+"."+key) && !zeroServers {
+					v.bad(p+"."+key, "not used by kind %s (%s uses: %s)", w.Kind, w.Kind, strings.Join(uses[w.Kind], ", "))
 				}
+				seen[key] = true
 			}
 		}
 	case "":
@@ -353,6 +414,10 @@ func (v *validator) workload() {
 			"missing (required; allowed: "+strings.Join(workloadKinds, ", ")+")")
 	default:
 		v.bad(p+".kind", "%q is not a workload kind (allowed: %s)", w.Kind, strings.Join(workloadKinds, ", "))
+	}
+	if w.Kind == Failover {
+		v.failover()
+		return
 	}
 	if s.present("fabric.topology") && s.Fabric.Topology != w.WorkloadTopology() {
 		t := w.WorkloadTopology()
@@ -426,6 +491,7 @@ func (v *validator) workload() {
 	if w.Fragment < 64 || w.Fragment > 64*MiB {
 		v.bad(p+".fragment", "%s is out of range (allowed: 64B to 64MiB)", w.Fragment)
 	}
+	v.engineKeys(p)
 	if w.Kind == IncastPull {
 		if w.VictimMessage < 64 || w.VictimMessage > 64*MiB {
 			v.bad(p+".victim_message", "%s is out of range (allowed: 64B to 64MiB)", w.VictimMessage)
@@ -434,6 +500,64 @@ func (v *validator) workload() {
 	}
 	if w.Warmup < 0 {
 		v.bad(p+".warmup", "%s is negative", w.Warmup)
+	}
+}
+
+// engineKeys checks sq_depth and recv_buffer (0: the byteexpress default).
+func (v *validator) engineKeys(p string) {
+	w := v.s.Workload
+	if w.SQDepth != 0 || v.s.present(p+".sq_depth") {
+		v.countRange(p+".sq_depth", w.SQDepth, 4, 4096)
+	}
+	if (w.RecvBuffer != 0 || v.s.present(p+".recv_buffer")) && (w.RecvBuffer < 1*KiB || w.RecvBuffer > 1*MiB) {
+		v.bad(p+".recv_buffer", "%s is out of range (allowed: 1KiB to 1MiB)", w.RecvBuffer)
+	}
+}
+
+// failover checks a workload of kind failover.
+func (v *validator) failover() {
+	s := v.s
+	w := s.Workload
+	const p = "workload"
+	if s.present("fabric.topology") && s.Fabric.Topology != w.WorkloadTopology() {
+		v.bad("fabric.topology", "the topology is derived from the workload; omit fabric.topology")
+	}
+	if len(s.Flows) > 0 || s.present("flows") {
+		v.bad("flows", "not used with a workload (its traffic comes from the workload section)")
+	}
+	if s.Hosts.NIC != RNICModel {
+		v.bad("hosts.nic", "%s: a workload runs the ByteExpress core on simulated RNICs (hosts.nic: rnic)", s.Hosts.NIC)
+	}
+	v.countRange(p+".hosts_per_leaf", w.HostsPerLeaf, 2, 256)
+	v.countRange(p+".shards", w.Shards, 1, w.HostsPerLeaf)
+	v.countRange(p+".clients", w.Clients, 1, w.HostsPerLeaf)
+	if w.Request < 24 || w.Request > 1<<20 {
+		v.bad(p+".request", "%s is out of range (allowed: 24B, the RPC header, to 1MiB)", w.Request)
+	}
+	if w.Warmup < 0 {
+		v.bad(p+".warmup", "%s is negative", w.Warmup)
+	}
+	v.countRange(p+".outstanding", w.Outstanding, 1, maxOutstanding)
+	if w.Response.Dist != DistFixed || w.Response.Size < 24 || w.Response.Size > 64*MiB {
+		v.bad(p+".response", "a failover response is {dist: fixed, size} with size 24B to 64MiB (the RPC header is 24 bytes)")
+	}
+	if !w.Window.None && (w.Window.Size < 256 || w.Window.Size > 64*MiB) {
+		v.bad(p+".window", "%s is out of range (allowed: none, or 256B to 64MiB)", w.Window)
+	}
+	if w.Fragment < 64 || w.Fragment > 64*MiB {
+		v.bad(p+".fragment", "%s is out of range (allowed: 64B to 64MiB)", w.Fragment)
+	}
+	v.engineKeys(p)
+	r := w.RPC
+	if r.ConnectTimeout <= 0 || r.RequestTimeout <= 0 {
+		v.bad(p+".rpc", "connect_timeout and request_timeout must be > 0")
+	}
+	if r.RetryProb < 0 || r.RetryProb > 1 {
+		v.bad(p+".rpc.retry_prob", "%v is not a probability (0 to 100%%)", r.RetryProb.Float64())
+	}
+	v.countRange(p+".rpc.max_attempts", r.MaxAttempts, 1, 100)
+	if k := w.Keepalive; k.Interval < 0 || k.Timeout < 0 || (k.Interval > 0 && k.Timeout < k.Interval) {
+		v.bad(p+".keepalive", "interval and timeout must be >= 0, timeout at least the interval")
 	}
 }
 

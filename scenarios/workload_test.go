@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"github.com/besim/besim/sim"
 	"strings"
 	"testing"
 )
@@ -129,5 +130,43 @@ func TestPSClusterWorkload(t *testing.T) {
 	inc := strings.Replace(workloadYAML, "servers: 8", "servers: 8\n  shards: 4", 1)
 	if _, err := Parse("w.yaml", []byte(inc)); err == nil || !strings.Contains(err.Error(), "workload.shards: not used by kind incast-pull") {
 		t.Errorf("shards under incast-pull: %v", err)
+	}
+}
+
+func TestFaultsSection(t *testing.T) {
+	s, err := Load("failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Faults) != 1 || s.Faults[0].Kind != FaultHostCrash || *s.Faults[0].Host != 8 || s.Workload.RPC.RequestTimeout != Duration(40*sim.Millisecond) {
+		t.Errorf("failover: %+v %+v", s.Faults, s.Workload.RPC)
+	}
+	st, err := Load("pfc-storm")
+	if err != nil || *st.Faults[0].Prio != 3 {
+		t.Fatalf("pfc-storm: %v", err)
+	}
+	fo, _ := builtinFS.ReadFile("builtin/failover.yaml")
+	storm, _ := builtinFS.ReadFile("builtin/pfc-storm.yaml")
+	for _, c := range []struct {
+		src      []byte
+		old, new string
+		want     string
+	}{
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: meteor, at: 5ms, host: 8}", `faults[0].kind: "meteor" is not a fault kind (allowed: link-down, link-up, link-flap, loss, host-crash, qp-error, pfc-storm)`},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: host-crash, host: 8}", "faults[0].at: missing"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: host-crash, at: 5ms, host: 99}", "faults[0].host: 99 is too large (at most 23)"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: host-crash, at: 5ms, host: 8, drop: 1%}", "faults[0].drop: not used by kind host-crash"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 2ms, period: 1ms, count: 2}", "a link-flap needs 0 < duration < period"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: loss, at: 5ms, switch: 1, port: 0, drop: 70%, corrupt: 40%}", "their sum in (0, 100%]"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-down, at: 5ms, switch: 1}", "a switch port needs both switch and port"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-down, at: 5ms, host: 1, switch: 1, port: 2}", "give a host, or a switch and a port, not both"},
+		{fo, "  clients: 2", "  clients: 2\n  fan_out: 3", "workload.fan_out: not used by kind failover"},
+		{fo, "response: {dist: fixed, size: 16KiB}", "response: {dist: lognormal, mean: 16KiB, p99: 32KiB}", "a failover response is {dist: fixed, size}"},
+		{storm, "{kind: pfc-storm, at: 10ms, host: 0, prio: 3}", "{kind: host-crash, at: 10ms, host: 0}", "host-crash needs hosts with the RPC recovery layer: use workload kind failover"},
+	} {
+		_, err := Parse("f.yaml", []byte(strings.Replace(string(c.src), c.old, c.new, 1)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.new, err, c.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/faults"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
@@ -52,6 +53,10 @@ type PSConfig struct {
 	// are then unused).
 	Transport string
 	TCP       tcpsim.Config
+	// Faults are injected from the start of the measured interval (their
+	// At is relative to it). Host faults (crash, QP error) need the RPC
+	// layer's recovery, which this workload does not use: see RunFailover.
+	Faults []faults.Spec
 }
 
 // PSResult is what one PS-cluster run measured.
@@ -76,7 +81,8 @@ type PSResult struct {
 	// clients [0] and the servers [1], over the measured interval.
 	CPU    [2]CPU
 	TCP    *tcpsim.Stats // summed over hosts; nil over RDMA
-	NAKs   uint64        // RDMA: sequence-error NAKs sent by responders (lost frames)
+	Faults []faults.Event
+	NAKs   uint64 // RDMA: sequence-error NAKs sent by responders (lost frames)
 	Events uint64
 	Errors []error
 }
@@ -173,6 +179,17 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 	}
 	k := r.k
 	r.from, r.to = k.Now()+cfg.Warmup, k.Now()+cfg.Warmup+cfg.Measure
+	var inj *faults.Injector
+	if len(cfg.Faults) > 0 {
+		specs := append([]faults.Spec(nil), cfg.Faults...)
+		for i := range specs {
+			specs[i].At += r.from
+		}
+		var err error
+		if inj, err = faults.Schedule(k, r.net, nil, cfg.Seed, specs); err != nil {
+			return nil, err
+		}
+	}
 	k.RunUntil(r.from)
 	crx0, srx0 := r.rx()
 	cpu0 := r.cpu()
@@ -187,6 +204,9 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 		res.CPU[i] = cpu1[i].minus(cpu0[i]).per(cfg.Measure, i, len(r.clients), cfg.Servers)
 	}
 	res.Report = r.net.Report()
+	if inj != nil {
+		res.Faults = inj.Log
+	}
 	r.stopped = true
 	res.Events = k.Events()
 	res.Errors = r.errs

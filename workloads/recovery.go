@@ -9,43 +9,71 @@ import (
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/faults"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 )
 
-// FailoverConfig is the parameter-server crash experiment of §7.2: Shards
-// shard groups, each replicated on two servers in different mini-pods
-// (leaves 1 and 2 of a one-spine leaf-spine); Clients on leaf 0 keep
-// Outstanding idempotent fetches in flight through rpc.Client, to random
-// shards; at CrashAt the first server of replica set A crashes. Clients
-// find out by keepalive (an engine error) or by the request timeout Tr,
-// and the RPC layer walks the ladder (path change, then the replica in the
-// other mini-pod).
+// FailoverConfig is the recovery experiment of §7.2: Shards shard groups,
+// each replicated on two servers in different mini-pods (leaves 1 and 2 of
+// a one-spine leaf-spine); Clients on leaf 0 keep Outstanding idempotent
+// fetches in flight through rpc.Client, to random shards. Faults are
+// injected at their instants (relative to the end of setup); without any,
+// the first server of replica set A crashes at CrashAt. Clients find out
+// by keepalive (an engine error) or by the request timeout Tr, and the RPC
+// layer walks the ladder (path change, then the replica in the other
+// mini-pod).
+//
+// Host layout (the indices faults name): clients are hosts 0..Clients-1;
+// with L = HostsPerLeaf (default max(Shards, Clients)) hosts per leaf,
+// shard s's replica A is host L+s and replica B host 2L+s.
 type FailoverConfig struct {
 	Cluster     simhost.Config
 	Shards      int // default 4
 	Clients     int // default 2
 	Outstanding int // per client, default 4
 	Response    int // fetch response bytes, default 16 KiB
-	RPC         rpc.Config
-	CrashAt     sim.Time // default 5 ms after setup
-	Run         sim.Time // simulated after setup, default 150 ms
-	Seed        uint64
+	Request     int // fetch request bytes, default 64
+	// HostsPerLeaf is L, at least max(Shards, Clients) (the default).
+	HostsPerLeaf int
+	// Warmup runs after setup, before the faults' clock starts. Default 0.
+	Warmup  sim.Time
+	RPC     rpc.Config
+	CrashAt sim.Time // default 5 ms after setup (when Faults is empty)
+	Faults  []faults.Spec
+	Run     sim.Time // simulated after setup, default 150 ms
+	Bin     sim.Time // completion-rate bin; default 1 ms
+	Seed    uint64
 }
 
 // FailoverResult is what the crash experiment measured (virtual time).
 type FailoverResult struct {
 	Started, Completed, Failed int
 	Retries, Resent            int
-	// DetectedAfter is from the crash to the first failure the clients saw
-	// for the crashed server (engine error or request timeout).
+	// DetectedAfter is from the first fault to the first failure the
+	// clients saw (an engine error, or a request timeout that retried).
 	DetectedAfter sim.Time
-	// RecoveredAfter is from the crash to the first fetch of a shard held
-	// by the crashed server answered by its replica.
+	// RecoveredAfter is from the first fault to the first retried fetch
+	// answered (by a server other than a crashed one).
 	RecoveredAfter sim.Time
 	// Stranded are calls still outstanding at the end.
 	Stranded int
-	Errors   []error
+	// FaultAt is when the first fault struck (after setup); Faults is what
+	// the injector applied.
+	FaultAt sim.Time
+	Faults  []faults.Event
+	// Rate is completed fetches per Bin from the start of the run;
+	// BaseRate is its mean before the first fault. RateRecoveredAfter is
+	// from the first fault to the end of the first bin after it whose rate
+	// is back to 90% of BaseRate, having dropped below it (0: it never
+	// dropped; -1: it never recovered).
+	Rate               []int
+	Bin                sim.Time
+	BaseRate           float64
+	RateRecoveredAfter sim.Time
+	Report             *fabric.Report
+	Events             uint64
+	Errors             []error
 }
 
 // RunFailover runs the crash experiment.
@@ -68,13 +96,25 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 	if cfg.CrashAt == 0 {
 		cfg.CrashAt = 5 * sim.Millisecond
 	}
+	if cfg.Bin == 0 {
+		cfg.Bin = sim.Millisecond
+	}
 	if cfg.Run == 0 {
 		cfg.Run = 150 * sim.Millisecond
 	}
 	if cfg.Shards < 1 || cfg.Clients < 1 || cfg.Outstanding < 1 || cfg.Response < rpc.HeaderSize {
 		return nil, errors.New("workloads: failover needs shards, clients, outstanding >= 1 and a response of at least the RPC header")
 	}
-	hpl := max(cfg.Shards, cfg.Clients)
+	if cfg.Request == 0 {
+		cfg.Request = 64
+	}
+	hpl := max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf)
+	if cfg.HostsPerLeaf != 0 && cfg.HostsPerLeaf < max(cfg.Shards, cfg.Clients) {
+		return nil, fmt.Errorf("workloads: failover: %d hosts per leaf cannot hold %d shards or %d clients", cfg.HostsPerLeaf, cfg.Shards, cfg.Clients)
+	}
+	if cfg.Request < rpc.HeaderSize {
+		return nil, fmt.Errorf("workloads: failover: request %d B is below the %d-byte RPC header", cfg.Request, rpc.HeaderSize)
+	}
 	sc := cfg.Cluster
 	if sc.Fabric.MTU == 0 {
 		sc.Fabric = fabric.DefaultConfig()
@@ -111,19 +151,42 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 		h.SetApp(clientApp{fc})
 		x.clients = append(x.clients, fc)
 	}
-	t0 := c.Now()
 	for _, fc := range x.clients {
 		for range cfg.Outstanding {
 			fc.call()
 		}
 		fc.arm()
 	}
-	x.crashAt = t0 + cfg.CrashAt
-	x.crashed = hpl // the first server of replica set A (shard 0)
-	hs[x.crashed].Crash(x.crashAt)
+	c.Run(c.Now() + cfg.Warmup)
+	t0 := c.Now()
+	specs := cfg.Faults
+	if len(specs) == 0 {
+		// The first server of replica set A (shard 0).
+		specs = []faults.Spec{{Kind: faults.HostCrash, At: cfg.CrashAt, Host: hpl, Switch: -1}}
+	}
+	x.crashAt = sim.Never
+	for i := range specs {
+		specs[i].At += t0
+		x.crashAt = min(x.crashAt, specs[i].At)
+		if specs[i].Kind == faults.HostCrash {
+			x.crashed = specs[i].Host
+		}
+	}
+	fh := make([]faults.Host, len(hs))
+	for i, h := range hs {
+		fh[i] = h
+	}
+	inj, err := faults.Schedule(c.Kernel(), c.Network(), fh, cfg.Seed, specs)
+	if err != nil {
+		return nil, err
+	}
+	x.t0, x.bins = t0, make([]int, int((cfg.Run+cfg.Bin-1)/cfg.Bin))
 	c.Run(t0 + cfg.Run)
 	x.stop = true
 	r := x.res
+	r.FaultAt, r.Faults, r.Rate, r.Bin = x.crashAt-t0, inj.Log, x.bins, cfg.Bin
+	r.BaseRate, r.RateRecoveredAfter = rateRecovery(x.bins, cfg.Bin, r.FaultAt)
+	r.Report, r.Events = c.Network().Report(), c.Kernel().Events()
 	for _, fc := range x.clients {
 		r.Retries += fc.rpc.Policy.Tracker.Stats.Retries
 		r.Resent += fc.rpc.Resent
@@ -132,7 +195,37 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 	return r, nil
 }
 
+// rateRecovery is the mean completion rate per bin before faultAt and how
+// long after faultAt it took to be back at 90% of it (see FailoverResult).
+func rateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
+	pre := int(faultAt / bin)
+	if pre < 1 {
+		return 0, 0
+	}
+	var sum int
+	for _, b := range bins[:pre] {
+		sum += b
+	}
+	base := float64(sum) / float64(pre)
+	dropped := false
+	for i := pre; i < len(bins); i++ {
+		ok := float64(bins[i]) >= 0.9*base
+		if !ok {
+			dropped = true
+		}
+		if ok && dropped {
+			return base, sim.Time(i+1)*bin - faultAt
+		}
+	}
+	if dropped {
+		return base, -1
+	}
+	return base, 0
+}
+
 type failover struct {
+	t0      sim.Time
+	bins    []int
 	cfg     *FailoverConfig
 	c       *simhost.Cluster
 	res     *FailoverResult
@@ -163,7 +256,7 @@ func (fc *failoverClient) call() {
 		return
 	}
 	shard := fc.rng.IntN(fc.x.cfg.Shards)
-	if _, err := fc.rpc.Call(rpc.Request{Shard: shard, Idempotent: true}, 0, 64, fc.now()); err != nil {
+	if _, err := fc.rpc.Call(rpc.Request{Shard: shard, Idempotent: true}, 0, fc.x.cfg.Request, fc.now()); err != nil {
 		fc.x.res.Failed++
 		fc.x.fail(err)
 		return
@@ -222,7 +315,10 @@ func (fc *failoverClient) onHostEvent(h *simhost.Host, ev byteexpress.Event) {
 			return
 		}
 		x.res.Completed++
-		if x.res.RecoveredAfter == 0 && now > x.crashAt && ev.Remote != x.c.Host(x.crashed).Addr() && comp.Attempts > 1 {
+		if b := int((now - x.t0) / x.cfg.Bin); b >= 0 && b < len(x.bins) {
+			x.bins[b]++
+		}
+		if x.res.RecoveredAfter == 0 && now > x.crashAt && (x.crashed < 0 || ev.Remote != x.c.Host(x.crashed).Addr()) && comp.Attempts > 1 {
 			x.res.RecoveredAfter = now - x.crashAt
 		}
 		fc.call()

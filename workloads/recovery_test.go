@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/besim/besim/byteexpress/rpc"
+	"github.com/besim/besim/faults"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 )
@@ -67,4 +68,96 @@ func TestFailoverCompletesIdempotentFetches(t *testing.T) {
 	if k.Failed != 0 || k.DetectedAfter > 7*sim.Millisecond || k.RecoveredAfter > 45*sim.Millisecond {
 		t.Errorf("keepalive: failed %d, detected after %v, recovered after %v", k.Failed, k.DetectedAfter, k.RecoveredAfter)
 	}
+}
+
+// Every fault kind the failover experiment can take, with what recovery
+// must look like (times after the fault, virtual).
+func TestFailoverFaults(t *testing.T) {
+	rc := rpc.DefaultConfig()
+	rc.RetryProb, rc.MaxAttempts = 1, 5
+	const serverA0 = 4 // L = max(4 shards, 2 clients): replica A of shard 0
+	at := 5 * sim.Millisecond
+	run := func(t *testing.T, cfg FailoverConfig) *FailoverResult {
+		t.Helper()
+		cfg.Seed, cfg.RPC = 1, rc
+		r, err := RunFailover(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("started %d completed %d failed %d retries %d resent %d; detected %v, recovered %v; base %.0f/ms, rate back after %v; %v",
+			r.Started, r.Completed, r.Failed, r.Retries, r.Resent, r.DetectedAfter, r.RecoveredAfter, r.BaseRate, r.RateRecoveredAfter, r.Faults)
+		if r.Failed != 0 || r.Completed+r.Stranded != r.Started {
+			t.Errorf("failed %d (%v); started %d = completed %d + stranded %d?", r.Failed, r.Errors, r.Started, r.Completed, r.Stranded)
+		}
+		return r
+	}
+	t.Run("server link down", func(t *testing.T) {
+		r := run(t, FailoverConfig{Faults: []faults.Spec{{Kind: faults.LinkDown, At: at, Host: serverA0, Switch: -1}}})
+		if r.DetectedAfter <= 0 || r.DetectedAfter > 41*sim.Millisecond || r.RecoveredAfter < r.DetectedAfter || r.RecoveredAfter > 130*sim.Millisecond {
+			t.Errorf("detected after %v, recovered after %v", r.DetectedAfter, r.RecoveredAfter)
+		}
+	})
+	t.Run("link flap", func(t *testing.T) {
+		// Down 2 ms every 10 ms, 3 times. A lost frame waits for the RC
+		// ACK timeout (4.096 us x 2^14, 67 ms), longer than Tr, so the RPC
+		// layer times out first and retries: the rate is back about one Tr
+		// after the first flap.
+		r := run(t, FailoverConfig{Run: 60 * sim.Millisecond, Faults: []faults.Spec{{Kind: faults.LinkFlap, At: at, Host: serverA0, Switch: -1,
+			Duration: 2 * sim.Millisecond, Period: 10 * sim.Millisecond, Count: 3}}})
+		if len(r.Faults) != 6 || r.RateRecoveredAfter < 40*sim.Millisecond || r.RateRecoveredAfter > 50*sim.Millisecond {
+			t.Errorf("%d fault steps (want 6), rate recovered after %v", len(r.Faults), r.RateRecoveredAfter)
+		}
+	})
+	t.Run("qp error at a client", func(t *testing.T) {
+		// The client's own QPs fail: its engine reports the error at once
+		// and the RPC layer re-sends the idempotent fetches.
+		r := run(t, FailoverConfig{Run: 60 * sim.Millisecond, Faults: []faults.Spec{{Kind: faults.QPError, At: at, Host: 0, Switch: -1}}})
+		if r.DetectedAfter <= 0 || r.DetectedAfter > sim.Millisecond || r.Resent == 0 {
+			t.Errorf("QP error: detected after %v (want an engine error at once), %d re-sent", r.DetectedAfter, r.Resent)
+		}
+	})
+	t.Run("qp error at a server", func(t *testing.T) {
+		// A QP in the error state drops what arrives, so the clients learn
+		// of a server's QP error only by Tr.
+		r := run(t, FailoverConfig{Run: 60 * sim.Millisecond, Faults: []faults.Spec{{Kind: faults.QPError, At: at, Host: serverA0, Switch: -1}}})
+		if r.DetectedAfter < 39*sim.Millisecond || r.DetectedAfter > 41*sim.Millisecond || r.RecoveredAfter < r.DetectedAfter {
+			t.Errorf("detected after %v, recovered after %v; want about Tr", r.DetectedAfter, r.RecoveredAfter)
+		}
+	})
+	t.Run("lossy link", func(t *testing.T) {
+		// 5% loss on a server's link for 20 ms. A lost last frame of a
+		// message has no successor to draw a NAK, so it waits for the RC
+		// ACK timeout (67 ms); Tr fires first and moves that server's
+		// fetches to the replica; fetches that still go to it (path change
+		// first) wait until its QPs' timers fire and go-back-N resumes.
+		r := run(t, FailoverConfig{Run: 150 * sim.Millisecond, Faults: []faults.Spec{{Kind: faults.Loss, At: at, Host: serverA0, Switch: -1,
+			Drop: 0.04, Corrupt: 0.01, Duration: 20 * sim.Millisecond}}})
+		if r.DetectedAfter <= 0 || r.RateRecoveredAfter <= 0 || r.RateRecoveredAfter > 140*sim.Millisecond {
+			t.Errorf("detected after %v, rate back after %v", r.DetectedAfter, r.RateRecoveredAfter)
+		}
+	})
+	t.Run("pfc storm", func(t *testing.T) {
+		// Client 0's NIC asserts pause on the RoCE priority for good. Its
+		// fetches fail (its own NIC is the broken one), but the storm stays
+		// local: receive credits and the window bound what the servers
+		// have queued for host 0 below the leaf's XOFF, so no pause
+		// spreads and client 1 keeps its share throughout. (Storms that do
+		// spread, and the watchdog that contains them, are in package
+		// faults' tests.)
+		storm := []faults.Spec{{Kind: faults.PFCStorm, At: at, Host: 0, Switch: -1, Prio: 3}}
+		cfg := FailoverConfig{Run: 150 * sim.Millisecond, Faults: storm, Outstanding: 64, Response: 64 << 10, Seed: 1, RPC: rc}
+		r, err := RunFailover(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := int((at+10*sim.Millisecond)/r.Bin), len(r.Rate)
+		low := r.Rate[a]
+		for _, v := range r.Rate[a:b] {
+			low = min(low, v)
+		}
+		t.Logf("base %.0f/ms; lowest bin during the storm %d/ms; %d fetches failed: %v", r.BaseRate, low, r.Failed, r.Faults)
+		if float64(low) < 0.4*r.BaseRate || r.Failed == 0 || r.Failed > 3*64 {
+			t.Errorf("storm: lowest rate %d/ms of %.0f, %d failed; want client 1's half throughout and only client 0's fetches failing (64 slots, each failing at most a timeout and a refused call or two)", low, r.BaseRate, r.Failed)
+		}
+	})
 }

@@ -1,0 +1,112 @@
+package experiment
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/besim/besim/byteexpress/rpc"
+	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/faults"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/workloads"
+)
+
+// FaultSpecs translates the scenario's faults section (times relative to
+// the measured interval's start).
+func FaultSpecs(s *scenarios.Scenario) []faults.Spec {
+	var out []faults.Spec
+	for _, f := range s.Faults {
+		sp := faults.Spec{Kind: faults.Kind(f.Kind), At: f.At.Time(), Switch: -1, Duration: f.Duration.Time(),
+			Period: f.Period.Time(), Count: f.Count, Drop: f.Drop.Float64(), Corrupt: f.Corrupt.Float64()}
+		if f.Host != nil {
+			sp.Host = *f.Host
+		}
+		if f.Switch != nil && f.Port != nil {
+			sp.Switch, sp.Port = *f.Switch, *f.Port
+		}
+		if f.Prio != nil {
+			sp.Prio = *f.Prio
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// faultsResult adds what the injector did and what the faulty links lost.
+func faultsResult(r *report.Result, log []faults.Event, t fabric.Totals) {
+	if len(log) == 0 {
+		return
+	}
+	tbl := report.Table{Name: "faults", Title: "Injected faults (paper §7), in time order", KeyName: "fault",
+		Columns: []report.Column{{Name: "at", Unit: "ms"}}}
+	for _, e := range log {
+		tbl.AddRow(e.What, e.At.Seconds()*1e3)
+	}
+	r.Tables = append(r.Tables, tbl)
+	r.Add("faults/steps", float64(len(log)), "")
+	r.Add("faults/link_drops", float64(t.FaultDrops), "frames")
+	r.Add("faults/pfc_lost", float64(t.FaultPFCLost), "frames")
+	r.Add("faults/storm_trips", float64(t.StormTrips), "")
+}
+
+// FailoverConfig translates a workload scenario of kind failover.
+func FailoverConfig(s *scenarios.Scenario) (workloads.FailoverConfig, error) {
+	w := s.Workload
+	sc, err := clusterConfig(s)
+	if err != nil {
+		return workloads.FailoverConfig{}, err
+	}
+	sc.BE.KeepaliveInterval = simhostDuration(w.Keepalive.Interval.Time())
+	sc.BE.KeepaliveTimeout = simhostDuration(w.Keepalive.Timeout.Time())
+	rc := rpc.DefaultConfig()
+	rc.ConnTimeout = simhostDuration(w.RPC.ConnectTimeout.Time())
+	rc.RequestTimeout = simhostDuration(w.RPC.RequestTimeout.Time())
+	rc.RetryProb, rc.MaxAttempts = w.RPC.RetryProb.Float64(), w.RPC.MaxAttempts
+	return workloads.FailoverConfig{Cluster: sc, Shards: w.Shards, Clients: w.Clients, Outstanding: w.Outstanding,
+		Response: int(w.Response.Size), Request: int(w.Request), HostsPerLeaf: w.HostsPerLeaf, Warmup: w.Warmup.Time(),
+		RPC: rc, Faults: FaultSpecs(s), Run: s.Duration.Time(), Seed: s.Seed}, nil
+}
+
+// FailoverResult adds one failover run's metrics, tables and series.
+func FailoverResult(r *report.Result, cfg *workloads.FailoverConfig, res *workloads.FailoverResult) {
+	ms := func(t sim.Time) float64 { return t.Seconds() * 1e3 }
+	r.Add("failover/started", float64(res.Started), "")
+	r.Add("failover/completed", float64(res.Completed), "")
+	r.Add("failover/failed", float64(res.Failed), "")
+	r.Add("failover/retried", float64(res.Retries), "")
+	r.Add("failover/resent", float64(res.Resent), "")
+	r.Add("failover/stranded", float64(res.Stranded), "")
+	r.Add("failover/detected_after", ms(res.DetectedAfter), "ms")
+	r.Add("failover/recovered_after", ms(res.RecoveredAfter), "ms")
+	r.Add("failover/rate_before", res.BaseRate/ms(res.Bin), "fetches/ms")
+	r.Add("failover/rate_recovered_after", ms(res.RateRecoveredAfter), "ms")
+	ser := report.Series{Name: "failover/rate", Unit: "fetches/ms"}
+	for i, v := range res.Rate {
+		ser.T = append(ser.T, (sim.Time(i+1) * res.Bin).Seconds())
+		ser.V = append(ser.V, float64(v)/ms(res.Bin))
+	}
+	r.Series = append(r.Series, ser)
+	tbl := report.Table{Name: "failover", Title: "Recovery (paper §7.2): fetches through the RPC layer, times after the first fault",
+		KeyName: "what", Columns: []report.Column{{Name: "value"}}}
+	for _, row := range []struct {
+		k string
+		v float64
+	}{{"fetches started", float64(res.Started)}, {"completed", float64(res.Completed)}, {"failed", float64(res.Failed)},
+		{"retried (request timeout)", float64(res.Retries)}, {"re-sent (engine error)", float64(res.Resent)},
+		{"outstanding at the end", float64(res.Stranded)}, {"detected after (ms)", ms(res.DetectedAfter)},
+		{"first retried fetch answered after (ms)", ms(res.RecoveredAfter)},
+		{"rate before the fault (fetches/ms)", res.BaseRate / ms(res.Bin)},
+		{"rate back to 90% after (ms; 0 never dipped, -1 never back)", ms(res.RateRecoveredAfter)}} {
+		tbl.AddRow(row.k, row.v)
+	}
+	r.Tables = append(r.Tables, tbl)
+	r.Notes = append(r.Notes, fmt.Sprintf("layout: clients are hosts 0..%d; replica A of shard s is host %d+s, replica B host %d+s",
+		cfg.Clients-1, max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf), 2*max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf)))
+	for _, e := range res.Errors {
+		r.Notes = append(r.Notes, "error: "+e.Error())
+	}
+}
+
+func simhostDuration(t sim.Time) time.Duration { return time.Duration(t / sim.Nanosecond) }

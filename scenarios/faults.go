@@ -1,0 +1,158 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// This file holds the faults section: failures injected at given instants
+// (package faults; paper §7). Times are from the start of the measured
+// interval (after connection setup and warmup for workloads, from 0 for
+// flow scenarios).
+
+// FaultKind names a fault.
+type FaultKind string
+
+// Fault kinds (package faults documents each).
+const (
+	FaultLinkDown  FaultKind = "link-down"
+	FaultLinkUp    FaultKind = "link-up"
+	FaultLinkFlap  FaultKind = "link-flap"
+	FaultLoss      FaultKind = "loss"
+	FaultHostCrash FaultKind = "host-crash"
+	FaultQPError   FaultKind = "qp-error"
+	FaultPFCStorm  FaultKind = "pfc-storm"
+)
+
+var faultKinds = []string{string(FaultLinkDown), string(FaultLinkUp), string(FaultLinkFlap), string(FaultLoss),
+	string(FaultHostCrash), string(FaultQPError), string(FaultPFCStorm)}
+
+// UnmarshalYAML accepts the fault kinds.
+func (k *FaultKind) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(k), "fault kind", faultKinds)
+}
+
+// Fault is one injected failure. Its target is a host (for link faults:
+// the host's access link) or a switch port's link (switch and port).
+type Fault struct {
+	Kind     FaultKind `yaml:"kind"`
+	At       Duration  `yaml:"at"`
+	Host     *int      `yaml:"host,omitempty"`
+	Switch   *int      `yaml:"switch,omitempty"`
+	Port     *int      `yaml:"port,omitempty"`
+	Duration Duration  `yaml:"duration,omitempty"`
+	Period   Duration  `yaml:"period,omitempty"`
+	Count    int       `yaml:"count,omitempty"`
+	Drop     Fraction  `yaml:"drop,omitempty"`
+	Corrupt  Fraction  `yaml:"corrupt,omitempty"`
+	Prio     *int      `yaml:"prio,omitempty"`
+}
+
+// faultKeys are the keys each kind uses besides kind and at.
+var faultKeys = map[FaultKind][]string{
+	FaultLinkDown:  {"host", "switch", "port", "duration"},
+	FaultLinkUp:    {"host", "switch", "port"},
+	FaultLinkFlap:  {"host", "switch", "port", "duration", "period", "count"},
+	FaultLoss:      {"host", "switch", "port", "drop", "corrupt", "duration"},
+	FaultHostCrash: {"host"},
+	FaultQPError:   {"host"},
+	FaultPFCStorm:  {"host", "prio", "duration"},
+}
+
+// hostFault reports whether k needs the host models of a workload with
+// RPC recovery (kind failover).
+func (k FaultKind) hostFault() bool { return k == FaultHostCrash || k == FaultQPError }
+
+// SwitchCount is the number of switches of the topology (0 if invalid).
+func (t Topology) SwitchCount() int {
+	switch t.Kind {
+	case Star:
+		return 1
+	case LeafSpine:
+		return t.Leaves + t.Spines
+	case FatTree:
+		return 5 * t.K * t.K / 4
+	}
+	return 0
+}
+
+func (d *defaulter) faults() {
+	for i := range d.s.Faults {
+		f := &d.s.Faults[i]
+		if f.Kind == FaultPFCStorm && f.Prio == nil {
+			p := trafficPrio
+			f.Prio = &p
+		}
+	}
+}
+
+func (v *validator) faults() {
+	s := v.s
+	hosts, switches := s.Fabric.Topology.HostCount(), s.Fabric.Topology.SwitchCount()
+	for i := range s.Faults {
+		f := &s.Faults[i]
+		p := fmt.Sprintf("faults[%d]", i)
+		keys, ok := faultKeys[f.Kind]
+		if !ok {
+			v.missingOr(p+".kind", fmt.Sprintf("%q is not a fault kind (allowed: %s)", f.Kind, strings.Join(faultKinds, ", ")),
+				"missing (required; allowed: "+strings.Join(faultKinds, ", ")+")")
+			continue
+		}
+		set := map[string]bool{"host": f.Host != nil, "switch": f.Switch != nil, "port": f.Port != nil, "duration": f.Duration != 0,
+			"period": f.Period != 0, "count": f.Count != 0, "drop": f.Drop != 0, "corrupt": f.Corrupt != 0, "prio": f.Prio != nil && s.present(p+".prio")}
+		for _, k := range []string{"host", "switch", "port", "duration", "period", "count", "drop", "corrupt", "prio"} {
+			used := false
+			for _, u := range keys {
+				used = used || u == k
+			}
+			if !used && (set[k] || s.present(p+"."+k)) {
+				v.bad(p+"."+k, "not used by kind %s (%s uses: at, %s)", f.Kind, f.Kind, strings.Join(keys, ", "))
+			}
+		}
+		if !s.present(p + ".at") {
+			v.bad(p+".at", "missing (required: when the fault strikes, from the start of the measured interval)")
+		}
+		if f.At < 0 || f.Duration < 0 || f.Period < 0 {
+			v.bad(p, "at, duration and period must be >= 0")
+		}
+		switch {
+		case f.Host != nil && (f.Switch != nil || f.Port != nil):
+			v.bad(p+".host", "give a host, or a switch and a port, not both")
+		case f.Host != nil:
+			v.countRange(p+".host", *f.Host, 0, max(hosts-1, 0))
+		case f.Switch != nil && f.Port != nil:
+			v.countRange(p+".switch", *f.Switch, 0, max(switches-1, 0))
+			v.countRange(p+".port", *f.Port, 0, 1<<16)
+		case f.Switch != nil || f.Port != nil:
+			v.bad(p+".switch", "a switch port needs both switch and port")
+		default:
+			what := "host"
+			if keys[len(keys)-1] != "host" && f.Kind != FaultPFCStorm {
+				what = "host, or switch and port"
+			}
+			v.bad(p+".host", "missing (required: the target %s)", what)
+		}
+		switch f.Kind {
+		case FaultLinkFlap:
+			if f.Duration <= 0 || f.Period <= f.Duration || f.Count < 1 {
+				v.bad(p, "a link-flap needs 0 < duration < period and count >= 1 (down for duration, every period, count times)")
+			}
+		case FaultLoss:
+			if f.Drop < 0 || f.Corrupt < 0 || f.Drop+f.Corrupt > 1 || f.Drop+f.Corrupt == 0 {
+				v.bad(p+".drop", "drop %v and corrupt %v: each a fraction >= 0, their sum in (0, 100%%]", f.Drop.Float64(), f.Corrupt.Float64())
+			}
+		case FaultPFCStorm:
+			if f.Prio != nil {
+				v.countRange(p+".prio", *f.Prio, 0, 7)
+			}
+		}
+		if f.Kind.hostFault() && (s.Workload == nil || s.Workload.Kind != Failover) {
+			v.bad(p+".kind", "%s needs hosts with the RPC recovery layer: use workload kind failover", f.Kind)
+		}
+		if s.Workload != nil && s.Workload.Kind == PSCluster && s.Workload.Transport == OverTCP && f.Kind == FaultPFCStorm {
+			v.bad(p+".kind", "pfc-storm needs a lossless class; transport tcp runs on a lossy one")
+		}
+	}
+}
