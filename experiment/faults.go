@@ -28,6 +28,9 @@ func FaultSpecs(s *scenarios.Scenario) []faults.Spec {
 		}
 		if f.Prio != nil {
 			sp.Prio = *f.Prio
+			if f.Kind == scenarios.FaultLoss {
+				sp.Prios = 1 << *f.Prio
+			}
 		}
 		out = append(out, sp)
 	}
@@ -66,21 +69,27 @@ func FailoverConfig(s *scenarios.Scenario) (workloads.FailoverConfig, error) {
 	rc.RetryProb, rc.MaxAttempts = w.RPC.RetryProb.Float64(), w.RPC.MaxAttempts
 	return workloads.FailoverConfig{Cluster: sc, Shards: w.Shards, Clients: w.Clients, Outstanding: w.Outstanding,
 		Response: int(w.Response.Size), Request: int(w.Request), HostsPerLeaf: w.HostsPerLeaf, Warmup: w.Warmup.Time(),
-		RPC: rc, Faults: FaultSpecs(s), Run: s.Duration.Time(), Seed: s.Seed}, nil
+		RPC: rc, Faults: FaultSpecs(s), Run: s.Duration.Time(), Seed: s.Seed, TCPFallback: w.TCPFallback}, nil
 }
 
 // FailoverResult adds one failover run's metrics, tables and series.
 func FailoverResult(r *report.Result, cfg *workloads.FailoverConfig, res *workloads.FailoverResult) {
-	ms := func(t sim.Time) float64 { return t.Seconds() * 1e3 }
+	ms := func(t sim.Time) float64 {
+		if t < 0 {
+			return -1 // never
+		}
+		return t.Seconds() * 1e3
+	}
 	r.Add("failover/started", float64(res.Started), "")
 	r.Add("failover/completed", float64(res.Completed), "")
 	r.Add("failover/failed", float64(res.Failed), "")
 	r.Add("failover/retried", float64(res.Retries), "")
 	r.Add("failover/resent", float64(res.Resent), "")
 	r.Add("failover/stranded", float64(res.Stranded), "")
+	r.Add("failover/tcp_sends", float64(res.TCPSends), "")
 	r.Add("failover/detected_after", ms(res.DetectedAfter), "ms")
 	r.Add("failover/recovered_after", ms(res.RecoveredAfter), "ms")
-	r.Add("failover/rate_before", res.BaseRate/ms(res.Bin), "fetches/ms")
+	r.Add("failover/rate_before", res.BaseRate/ms(res.Bin), "fetches/ms") // per ms bin
 	r.Add("failover/rate_recovered_after", ms(res.RateRecoveredAfter), "ms")
 	ser := report.Series{Name: "failover/rate", Unit: "fetches/ms"}
 	for i, v := range res.Rate {
@@ -95,7 +104,7 @@ func FailoverResult(r *report.Result, cfg *workloads.FailoverConfig, res *worklo
 		v float64
 	}{{"fetches started", float64(res.Started)}, {"completed", float64(res.Completed)}, {"failed", float64(res.Failed)},
 		{"retried (request timeout)", float64(res.Retries)}, {"re-sent (engine error)", float64(res.Resent)},
-		{"outstanding at the end", float64(res.Stranded)}, {"detected after (ms)", ms(res.DetectedAfter)},
+		{"outstanding at the end", float64(res.Stranded)}, {"sent over the TCP fallback", float64(res.TCPSends)}, {"detected after (ms)", ms(res.DetectedAfter)},
 		{"first retried fetch answered after (ms)", ms(res.RecoveredAfter)},
 		{"rate before the fault (fetches/ms)", res.BaseRate / ms(res.Bin)},
 		{"rate back to 90% after (ms; 0 never dipped, -1 never back)", ms(res.RateRecoveredAfter)}} {

@@ -286,7 +286,8 @@ func PSConfig(s *scenarios.Scenario) (workloads.PSConfig, error) {
 	cfg.Transport = string(w.Transport)
 	if t := w.TCP; t != nil && w.Transport == scenarios.OverTCP {
 		cfg.TCP = tcpsim.Config{CC: tcpsim.CC(t.CC), MSS: int(t.MSS), Prio: uint8(t.Prio), InitCwnd: t.InitCwnd,
-			MinRTO: t.MinRTO.Time(), DelAck: t.DelayedAck.Time(), AckEvery: t.AckEvery, Threads: t.Threads}
+			MinRTO: t.MinRTO.Time(), DelAck: t.DelayedAck.Time(), AckEvery: t.AckEvery, Threads: t.Threads,
+			RxUsecs: t.RxUsecs.Time(), RxFrames: t.RxFrames, NoRxModeration: t.RxUsecs == 0}
 	}
 	for _, d := range []*workloads.SizeDist{&cfg.FetchResponse, &cfg.PushSize} {
 		if err := d.Prepare(); err != nil {

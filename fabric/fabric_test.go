@@ -718,7 +718,7 @@ func TestConservationWithLinkFaults(t *testing.T) {
 	nh := n.NumHosts()
 	for i, l := range n.Links {
 		if l.From < NodeID(nh) || l.To < NodeID(nh) {
-			l.SetLoss(0.01, 0.005, sim.Stream(1, fmt.Sprintf("link%d", i)))
+			l.SetLoss(0.01, 0.005, 0, sim.Stream(1, fmt.Sprintf("link%d", i)))
 		}
 	}
 	for i := 0; i < nh-1; i++ {
@@ -760,5 +760,56 @@ func TestConservationWithLinkFaults(t *testing.T) {
 	}
 	if f := float64(lost+bad-spineLink.Faults.Lost) / float64(through); f < 0.01 || f > 0.02 {
 		t.Errorf("host links lost %.4f of their frames, want about 0.015", f)
+	}
+}
+
+// muxEnd is a fake endpoint: it always has frames of one priority to send
+// and counts what it receives.
+type muxEnd struct {
+	up   Uplink
+	prio uint8
+	sent int
+	got  int
+	bad  int // received frames of another priority
+	dst  NodeID
+}
+
+func (e *muxEnd) Attach(up Uplink) { e.up = up }
+func (e *muxEnd) Receive(_ sim.Time, p *Packet) {
+	e.got++
+	if p.Prio != e.prio {
+		e.bad++
+	}
+	e.up.Pool().Put(p)
+}
+func (e *muxEnd) Next(now sim.Time, _ uint8) *Packet {
+	p := e.up.Pool().Get()
+	p.Kind, p.Prio, p.Src, p.Dst, p.Size, p.Payload, p.SentAt = KindData, e.prio, e.up.Node(), e.dst, 1000, 938, now
+	e.sent++
+	return p
+}
+
+// Two models behind one port share its transmit opportunities equally and
+// each receives only its priorities.
+func TestMuxSharesAPort(t *testing.T) {
+	n := build(t, func(c *Config) { c.Topology = Topology{Kind: Star, Hosts: 2} })
+	a0, b0 := &muxEnd{prio: 3, dst: 1}, &muxEnd{prio: 0, dst: 1}
+	a1, b1 := &muxEnd{prio: 3, dst: 0}, &muxEnd{prio: 0, dst: 0}
+	for i, m := range []*Mux{{A: a0, B: b0, AMask: 1 << 3}, {A: a1, B: b1, AMask: 1 << 3}} {
+		if err := n.Attach(NodeID(i), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a0.up.Wake()
+	a1.up.Wake()
+	n.Run(100 * sim.Microsecond)
+	if d := a0.sent - b0.sent; d < -1 || d > 1 || a0.sent < 100 {
+		t.Errorf("turns: A sent %d, B sent %d; want equal shares", a0.sent, b0.sent)
+	}
+	if a1.got == 0 || b1.got == 0 || a1.got+b1.got > a0.sent+b0.sent {
+		t.Errorf("host 1 got %d on A and %d on B of %d + %d sent", a1.got, b1.got, a0.sent, b0.sent)
+	}
+	if a1.bad+b1.bad > 0 {
+		t.Errorf("%d frames went to the wrong model", a1.bad+b1.bad)
 	}
 }

@@ -45,6 +45,7 @@ type Link struct {
 	// receiver's FCS check. PFC frames suffer the same faults.
 	down          bool
 	drop, corrupt float64
+	lossPrios     uint8 // priorities the drop/corrupt rates apply to
 	rng           *rand.Rand
 	pool          *Pool
 	Faults        LinkFaults
@@ -65,9 +66,12 @@ func (l *Link) SetDown(down bool) { l.down = down }
 func (l *Link) Down() bool { return l.down }
 
 // SetLoss sets the per-frame drop and corruption probabilities (0 turns
-// them off); rng draws them (one stream per link keeps runs reproducible).
-func (l *Link) SetLoss(drop, corrupt float64, rng *rand.Rand) {
-	l.drop, l.corrupt, l.rng = drop, corrupt, rng
+// them off) for the priorities in prios (0: all, PFC frames included);
+// rng draws them (one stream per link keeps runs reproducible). A mask of
+// the RoCE priority with drop 1 black-holes RDMA on the link and leaves
+// TCP alone, as a misconfigured lossless class on a switch port does.
+func (l *Link) SetLoss(drop, corrupt float64, prios uint8, rng *rand.Rand) {
+	l.drop, l.corrupt, l.lossPrios, l.rng = drop, corrupt, prios, rng
 }
 
 // send puts p on the wire; its serialization ends at txEnd.
@@ -104,7 +108,7 @@ func (l *Link) OnEvent(now sim.Time, _ uint64) {
 // fault applies the link's faults to p; true means p is gone.
 func (l *Link) fault(p *Packet) bool {
 	lost, bad := l.down, false
-	if !lost && l.rng != nil {
+	if !lost && l.rng != nil && (l.lossPrios == 0 || (p.Kind != KindPause && l.lossPrios&(1<<p.Prio) != 0)) {
 		u := l.rng.Float64()
 		lost, bad = u < l.drop, u >= l.drop && u < l.drop+l.corrupt
 	}

@@ -46,7 +46,8 @@ type Spec struct {
 	Count    int
 	Drop     float64
 	Corrupt  float64
-	Prio     int
+	Prio     int   // pfc-storm: the paused priority
+	Prios    uint8 // loss: the priorities it hits (0: all)
 }
 
 // Host is what host faults need from a host model.
@@ -226,13 +227,17 @@ func (in *Injector) OnEvent(now sim.Time, tag uint64) {
 	case Loss:
 		a, b, _ := in.links(s)
 		if act == actApply {
-			a.SetLoss(s.Drop, s.Corrupt, sim.Stream(in.seed, fmt.Sprintf("faults/%d/a", i)))
-			b.SetLoss(s.Drop, s.Corrupt, sim.Stream(in.seed, fmt.Sprintf("faults/%d/b", i)))
-			log(fmt.Sprintf("drop %g, corrupt %g", s.Drop, s.Corrupt))
+			a.SetLoss(s.Drop, s.Corrupt, s.Prios, sim.Stream(in.seed, fmt.Sprintf("faults/%d/a", i)))
+			b.SetLoss(s.Drop, s.Corrupt, s.Prios, sim.Stream(in.seed, fmt.Sprintf("faults/%d/b", i)))
+			what := fmt.Sprintf("drop %g, corrupt %g", s.Drop, s.Corrupt)
+			if s.Prios != 0 {
+				what += fmt.Sprintf(", priorities %08b", s.Prios)
+			}
+			log(what)
 			revertAt(s.Duration)
 		} else {
-			a.SetLoss(0, 0, nil)
-			b.SetLoss(0, 0, nil)
+			a.SetLoss(0, 0, 0, nil)
+			b.SetLoss(0, 0, 0, nil)
 			log("loss off")
 		}
 	case HostCrash:

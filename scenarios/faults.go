@@ -55,7 +55,7 @@ var faultKeys = map[FaultKind][]string{
 	FaultLinkDown:  {"host", "switch", "port", "duration"},
 	FaultLinkUp:    {"host", "switch", "port"},
 	FaultLinkFlap:  {"host", "switch", "port", "duration", "period", "count"},
-	FaultLoss:      {"host", "switch", "port", "drop", "corrupt", "duration"},
+	FaultLoss:      {"host", "switch", "port", "drop", "corrupt", "prio", "duration"},
 	FaultHostCrash: {"host"},
 	FaultQPError:   {"host"},
 	FaultPFCStorm:  {"host", "prio", "duration"},
@@ -143,10 +143,9 @@ func (v *validator) faults() {
 			if f.Drop < 0 || f.Corrupt < 0 || f.Drop+f.Corrupt > 1 || f.Drop+f.Corrupt == 0 {
 				v.bad(p+".drop", "drop %v and corrupt %v: each a fraction >= 0, their sum in (0, 100%%]", f.Drop.Float64(), f.Corrupt.Float64())
 			}
-		case FaultPFCStorm:
-			if f.Prio != nil {
-				v.countRange(p+".prio", *f.Prio, 0, 7)
-			}
+		}
+		if f.Prio != nil {
+			v.countRange(p+".prio", *f.Prio, 0, 7)
 		}
 		if f.Kind.hostFault() && (s.Workload == nil || s.Workload.Kind != Failover) {
 			v.bad(p+".kind", "%s needs hosts with the RPC recovery layer: use workload kind failover", f.Kind)

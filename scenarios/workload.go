@@ -185,9 +185,12 @@ type Workload struct {
 	TCP       *TCP              `yaml:"tcp,omitempty"` // transport tcp only
 
 	// failover only (shards is shared with ps-cluster: the replica sets).
-	Clients   int        `yaml:"clients,omitempty"` // default 2
-	RPC       *RPC       `yaml:"rpc,omitempty"`
-	Keepalive *Keepalive `yaml:"keepalive,omitempty"`
+	Clients int `yaml:"clients,omitempty"` // default 2
+	// TCPFallback gives every host a kernel TCP stack (on priority 0,
+	// tcpsim defaults) beside its RNIC and the RPC layer a TCP transport.
+	TCPFallback bool       `yaml:"tcp_fallback,omitempty"`
+	RPC         *RPC       `yaml:"rpc,omitempty"`
+	Keepalive   *Keepalive `yaml:"keepalive,omitempty"`
 }
 
 // RPC is the recovery policy of byteexpress/rpc (paper §7.2); zero fields
@@ -232,6 +235,8 @@ type TCP struct {
 	DelayedAck Duration `yaml:"delayed_ack"` // default 40ms (Linux)
 	AckEvery   int      `yaml:"ack_every"`   // default 2
 	Threads    int      `yaml:"threads"`     // application and softirq cores per host; default 1
+	RxUsecs    Duration `yaml:"rx_usecs"`    // receive interrupt moderation; default 16us (0us: off)
+	RxFrames   int      `yaml:"rx_frames"`   // default 88
 }
 
 // TCP defaults (tcpsim's, repeated so that a dumped scenario shows them).
@@ -243,6 +248,8 @@ const (
 	defaultTCPDelAck   = Duration(40 * sim.Millisecond)
 	defaultTCPAckEvery = 2
 	defaultTCPThreads  = 1
+	defaultTCPRxUsecs  = Duration(16 * sim.Microsecond)
+	defaultTCPRxFrames = 88
 )
 
 // VictimOn reports whether the victim flow is enabled.
@@ -374,6 +381,8 @@ func (d *defaulter) workload() {
 			def(d, q+".delayed_ack", &t.DelayedAck, defaultTCPDelAck)
 			def(d, q+".ack_every", &t.AckEvery, defaultTCPAckEvery)
 			def(d, q+".threads", &t.Threads, defaultTCPThreads)
+			def(d, q+".rx_usecs", &t.RxUsecs, defaultTCPRxUsecs)
+			def(d, q+".rx_frames", &t.RxFrames, defaultTCPRxFrames)
 		}
 		return
 	}
@@ -389,7 +398,7 @@ func (v *validator) workload() {
 	uses := map[WorkloadKind][]string{
 		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"),
 		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp"),
-		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "warmup", "rpc", "keepalive"},
+		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "warmup", "rpc", "keepalive", "tcp_fallback"},
 	}
 	switch w.Kind {
 	case IncastPull, PSCluster, Failover:
@@ -548,6 +557,20 @@ func (v *validator) failover() {
 		v.bad(p+".fragment", "%s is out of range (allowed: 64B to 64MiB)", w.Fragment)
 	}
 	v.engineKeys(p)
+	if w.TCPFallback {
+		found := false
+		for _, pr := range s.Fabric.Priorities {
+			if pr.Prio == 0 {
+				found = true
+				if pr.Lossless {
+					v.bad(p+".tcp_fallback", "TCP runs on priority 0, which is lossless in fabric.priorities")
+				}
+			}
+		}
+		if !found {
+			v.bad(p+".tcp_fallback", "TCP runs on priority 0: declare it (lossy) in fabric.priorities")
+		}
+	}
 	r := w.RPC
 	if r.ConnectTimeout <= 0 || r.RequestTimeout <= 0 {
 		v.bad(p+".rpc", "connect_timeout and request_timeout must be > 0")
@@ -582,6 +605,10 @@ func (v *validator) tcp(p string) {
 	v.countRange(q+".init_cwnd", t.InitCwnd, 1, 1000)
 	v.countRange(q+".ack_every", t.AckEvery, 1, 64)
 	v.countRange(q+".threads", t.Threads, 1, 1024)
+	v.countRange(q+".rx_frames", t.RxFrames, 1, 1<<16)
+	if t.RxUsecs < 0 || t.RxUsecs > Duration(sim.Millisecond) {
+		v.bad(q+".rx_usecs", "%s is out of range (allowed: 0 (off) to 1ms)", t.RxUsecs)
+	}
 	if t.MinRTO <= 0 || t.MinRTO > Duration(120*sim.Second) {
 		v.bad(q+".min_rto", "%s is out of range (allowed: above 0 up to 120s)", t.MinRTO)
 	}

@@ -43,6 +43,25 @@ func New(fc fabric.Config, cfg Config) (*Cluster, error) {
 	return c, nil
 }
 
+// NewOn puts a TCP stack on every host of an existing fabric without
+// attaching it: the caller attaches each Host, usually behind a
+// fabric.Mux that shares the port with an RDMA NIC model (the TCP priority
+// must then be outside the Mux's RDMA mask).
+func NewOn(k *sim.Kernel, net *fabric.Network, cfg Config) (*Cluster, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if net.Config().Switch.PFC.Lossless[cfg.Prio] {
+		return nil, errors.New("tcpsim: the TCP priority is lossless in the fabric config; TCP runs on a lossy class")
+	}
+	c := &Cluster{cfg: cfg, k: k, net: net}
+	for i, hp := range net.Hosts {
+		c.hosts = append(c.hosts, newHost(c, i, hp))
+	}
+	return c, nil
+}
+
 // Config is the stack configuration after defaults.
 func (c *Cluster) Config() Config { return c.cfg }
 

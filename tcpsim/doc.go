@@ -23,6 +23,10 @@
 //     SACK: a window with several losses recovers one hole per RTT, or by
 //     timeout (Linux has SACK; this makes recovery somewhat slower).
 //
+// Receive interrupts are moderated as a ConnectX port's are by default
+// (Config.RxUsecs, RxFrames): frames wait for the interrupt before softirq
+// processing sees them.
+//
 // What it models per host: CPU time in the three classes of the paper's
 // Table 5, each charged to a simulated core (rnic.CPU) so that it also
 // delays the work it stands for: system time for send/recv system calls

@@ -51,6 +51,7 @@ type Host struct {
 	conns []*Conn
 	appQ  []*cpuQueue // per application thread
 	rxQ   []*cpuQueue // per softirq (receive queue) core
+	irq   []*rxRing   // per receive queue: frames waiting for the moderated interrupt
 	acks  ring[ackReq]
 	ready ring[*Conn]
 	down  bool
@@ -69,8 +70,55 @@ func newHost(c *Cluster, i int, hp *fabric.HostPort) *Host {
 	for j := range c.cfg.Threads {
 		h.appQ = append(h.appQ, newCPUQueue(h, fmt.Sprintf("%s/app%d", hp.Name(), j)))
 		h.rxQ = append(h.rxQ, newCPUQueue(h, fmt.Sprintf("%s/softirq%d", hp.Name(), j)))
+		r := &rxRing{h: h, q: j}
+		r.timer.Init(c.k, r, 0)
+		h.irq = append(h.irq, r)
 	}
 	return h
+}
+
+// rxRing is one receive queue's frames waiting for their interrupt
+// (moderation: RxFrames pending, or RxUsecs after the first).
+type rxRing struct {
+	h       *Host
+	q       int
+	pending ring[*fabric.Packet]
+	timer   sim.Timer
+}
+
+func (r *rxRing) add(now sim.Time, p *fabric.Packet) {
+	r.pending.push(p)
+	cfg := r.h.cfg
+	if r.pending.n >= cfg.RxFrames || cfg.RxUsecs == 0 {
+		r.flush(now)
+		return
+	}
+	if r.pending.n == 1 {
+		r.timer.Set(now + cfg.RxUsecs)
+	}
+}
+
+// OnEvent is the moderation timer: the interrupt fires.
+func (r *rxRing) OnEvent(now sim.Time, _ uint64) { r.flush(now) }
+
+// flush hands every pending frame to softirq processing, in order.
+func (r *rxRing) flush(now sim.Time) {
+	r.timer.Stop()
+	h := r.h
+	for r.pending.n > 0 {
+		p := r.pending.pop()
+		if h.down || int(p.DstQP) >= len(h.conns) {
+			h.pool.Put(p)
+			continue
+		}
+		c := h.conns[p.DstQP]
+		cost := h.cfg.CPU.RxSegment
+		if p.Kind == fabric.KindAck {
+			cost = h.cfg.CPU.RxAck
+		}
+		h.st.Softirq += cost
+		h.rxQ[r.q].run(now, cost, work{kind: wRx, c: c, p: p})
+	}
 }
 
 // Index is the host's index in the cluster (the fabric host index).
@@ -94,20 +142,15 @@ func (h *Host) Conns() []*Conn { return h.conns }
 // Attach implements fabric.Host.
 func (h *Host) Attach(up fabric.Uplink) { h.up, h.pool = up, up.Pool() }
 
-// Receive implements fabric.Host: the frame is queued for softirq
-// processing on its connection's receive-queue core.
+// Receive implements fabric.Host: the frame waits in its connection's
+// receive queue for the (moderated) interrupt, then for softirq
+// processing on that queue's core.
 func (h *Host) Receive(now sim.Time, p *fabric.Packet) {
 	if h.down || int(p.DstQP) >= len(h.conns) {
 		h.pool.Put(p)
 		return
 	}
-	c := h.conns[p.DstQP]
-	cost := h.cfg.CPU.RxSegment
-	if p.Kind == fabric.KindAck {
-		cost = h.cfg.CPU.RxAck
-	}
-	h.st.Softirq += cost
-	h.rxQ[c.thread].run(now, cost, work{kind: wRx, c: c, p: p})
+	h.irq[h.conns[p.DstQP].thread].add(now, p)
 }
 
 // Next implements fabric.Host: ACKs first, then one segment from the next

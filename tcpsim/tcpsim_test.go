@@ -349,3 +349,39 @@ func BenchmarkBulk(b *testing.B) {
 	}
 	b.ReportMetric(float64(hs[4].Stats().AcksTx-seg0)*2/b.Elapsed().Seconds(), "segments/s")
 }
+
+// stamp records when each message arrived.
+type stamp struct{ at []sim.Time }
+
+func (s *stamp) OnMessage(h *Host, _ *Conn, _ Message) { s.at = append(s.at, h.Now()) }
+
+// Interrupt moderation holds a lone frame for RxUsecs; a burst of RxFrames
+// goes at once.
+func TestRxModeration(t *testing.T) {
+	arrive := func(cfg Config, size int) sim.Time {
+		c, _ := New(star(2, 12<<20, 0), cfg)
+		hs := c.Hosts()
+		s := &stamp{}
+		hs[1].SetApp(s)
+		cn, _ := hs[0].Dial(hs[1])
+		_ = cn.Send(size, Meta{})
+		c.Run(10 * sim.Millisecond)
+		if len(s.at) != 1 {
+			t.Fatalf("%d deliveries", len(s.at))
+		}
+		return s.at[0]
+	}
+	off := arrive(Config{NoCPU: true, NoRxModeration: true}, 100)
+	on := arrive(Config{NoCPU: true}, 100)
+	if d := on - off; d != DefaultRxUsecs {
+		t.Errorf("a lone 100-byte message waited %v for its interrupt, want rx-usecs %v", d, DefaultRxUsecs)
+	}
+	// 88 full segments arrive back to back (after slow start lets them
+	// go): the 88th triggers the interrupt before the timer would.
+	n := DefaultRxFrames * DefaultMSS
+	burstOff := arrive(Config{NoCPU: true, NoRxModeration: true, InitCwnd: 100}, n)
+	burstOn := arrive(Config{NoCPU: true, InitCwnd: 100}, n)
+	if d := burstOn - burstOff; d >= DefaultRxUsecs {
+		t.Errorf("a burst of rx-frames segments waited %v, want less than rx-usecs", d)
+	}
+}

@@ -206,6 +206,9 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 	res.Report = r.net.Report()
 	if inj != nil {
 		res.Faults = inj.Log
+		for i := range res.Faults {
+			res.Faults[i].At -= r.from // the faults' clock starts with the interval
+		}
 	}
 	r.stopped = true
 	res.Events = k.Events()

@@ -80,7 +80,7 @@ func TestPSOverTCP(t *testing.T) {
 	open := func(transport string) *PSResult {
 		c := psCfg()
 		c.Transport, c.RankerRate, c.Trainers, c.RankerOutstanding = transport, 20_000, 0, 64
-		c.Measure = 2 * sim.Millisecond
+		c.Measure = 5 * sim.Millisecond
 		r, err := RunPS(c)
 		if err != nil || len(r.Errors) > 0 {
 			t.Fatalf("%s: %v %v", transport, err, r.Errors)
@@ -90,7 +90,11 @@ func TestPSOverTCP(t *testing.T) {
 	be, tcp := open(RDMA), open(TCP)
 	t.Logf("matched load: rdma %d requests, cpu %+v; tcp %d requests, cpu %+v, fetch p50 %d/%d us",
 		be.UserRequests, be.CPU[0], tcp.UserRequests, tcp.CPU[0], be.SubLatency.P50()/1000, tcp.SubLatency.P50()/1000)
-	if d := be.UserRequests - tcp.UserRequests; d*d*400 > be.UserRequests*be.UserRequests || be.UserDropped+tcp.UserDropped > 0 {
+	// The arrivals are the same Poisson draws for both (same streams), so
+	// the offered load matches by construction; both must serve it all
+	// (no arrival finding every slot busy), and complete about as many in
+	// the interval (they differ by what is in flight at its ends).
+	if d := be.UserRequests - tcp.UserRequests; d*d*100 > be.UserRequests*be.UserRequests || be.UserDropped+tcp.UserDropped > 0 {
 		t.Errorf("open-loop load not matched: rdma %d requests (%d dropped), tcp %d (%d dropped)", be.UserRequests, be.UserDropped, tcp.UserRequests, tcp.UserDropped)
 	}
 	for i, who := range []string{"clients", "servers"} {

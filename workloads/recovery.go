@@ -12,6 +12,7 @@ import (
 	"github.com/besim/besim/faults"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/tcpsim"
 )
 
 // FailoverConfig is the recovery experiment of §7.2: Shards shard groups,
@@ -41,9 +42,15 @@ type FailoverConfig struct {
 	RPC     rpc.Config
 	CrashAt sim.Time // default 5 ms after setup (when Faults is empty)
 	Faults  []faults.Spec
-	Run     sim.Time // simulated after setup, default 150 ms
-	Bin     sim.Time // completion-rate bin; default 1 ms
-	Seed    uint64
+	// TCPFallback gives every host a kernel TCP stack (tcpsim, config TCP)
+	// beside its RNIC, sharing the NIC port (fabric.Mux), and the clients'
+	// RPC layer a TCP transport to fall back to when RDMA stays
+	// unavailable (paper §7.2).
+	TCPFallback bool
+	TCP         tcpsim.Config
+	Run         sim.Time // simulated after setup, default 150 ms
+	Bin         sim.Time // completion-rate bin; default 1 ms
+	Seed        uint64
 }
 
 // FailoverResult is what the crash experiment measured (virtual time).
@@ -73,6 +80,7 @@ type FailoverResult struct {
 	RateRecoveredAfter sim.Time
 	Report             *fabric.Report
 	Events             uint64
+	TCPSends           int // attempts the RPC layer sent over the TCP fallback
 	Errors             []error
 }
 
@@ -128,6 +136,11 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 	defer c.Close()
 	hs := c.Hosts()
 	x := &failover{cfg: &cfg, c: c, res: &FailoverResult{}, crashed: -1}
+	if cfg.TCPFallback {
+		if err := x.addTCP(); err != nil {
+			return nil, err
+		}
+	}
 	svc := rpc.Service{Shards: make([][]rpc.Replica, cfg.Shards)}
 	for s := range cfg.Shards {
 		a, b := hpl+s, 2*hpl+s // leaf 1 and leaf 2: mini-pods 1 and 2
@@ -146,7 +159,13 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 		fc := &failoverClient{x: x, h: h, rng: sim.Stream(cfg.Seed, fmt.Sprintf("failover/client%d", i))}
 		d := &rpc.SocketDialer{EP: h.Endpoint(), Addr: func(n rpc.NodeID) byteexpress.Addr { return hs[n].Addr() },
 			Alloc: h.Allocate, Free: h.Free}
-		fc.rpc = rpc.NewClient(p, d, nil)
+		var td rpc.Dialer
+		if x.tcp != nil {
+			th := x.tcp.Hosts()[i]
+			td = &tcpDialer{h: th, peers: x.tcp.Hosts(), conns: map[rpc.NodeID]*tcpsim.Conn{}}
+			th.SetApp(fc)
+		}
+		fc.rpc = rpc.NewClient(p, d, td)
 		fc.timer.Init(c.Kernel(), fc, 0)
 		h.SetApp(clientApp{fc})
 		x.clients = append(x.clients, fc)
@@ -185,12 +204,16 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 	x.stop = true
 	r := x.res
 	r.FaultAt, r.Faults, r.Rate, r.Bin = x.crashAt-t0, inj.Log, x.bins, cfg.Bin
+	for i := range r.Faults {
+		r.Faults[i].At -= t0 // the faults' clock
+	}
 	r.BaseRate, r.RateRecoveredAfter = rateRecovery(x.bins, cfg.Bin, r.FaultAt)
 	r.Report, r.Events = c.Network().Report(), c.Kernel().Events()
 	for _, fc := range x.clients {
 		r.Retries += fc.rpc.Policy.Tracker.Stats.Retries
 		r.Resent += fc.rpc.Resent
 		r.Stranded += fc.rpc.Outstanding()
+		r.TCPSends += fc.rpc.TCPSends
 	}
 	return r, nil
 }
@@ -224,6 +247,7 @@ func rateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
 }
 
 type failover struct {
+	tcp     *tcpsim.Cluster
 	t0      sim.Time
 	bins    []int
 	cfg     *FailoverConfig
@@ -310,18 +334,11 @@ func (fc *failoverClient) onHostEvent(h *simhost.Host, ev byteexpress.Event) {
 			x.fail(err)
 			return
 		}
-		comp, ok := fc.rpc.OnResponse(hdr, simhost.CoreTime(now))
-		if !ok {
-			return
+		from := -1
+		if n := x.c.Lookup(ev.Remote); n != nil {
+			from = n.Index()
 		}
-		x.res.Completed++
-		if b := int((now - x.t0) / x.cfg.Bin); b >= 0 && b < len(x.bins) {
-			x.bins[b]++
-		}
-		if x.res.RecoveredAfter == 0 && now > x.crashAt && (x.crashed < 0 || ev.Remote != x.c.Host(x.crashed).Addr()) && comp.Attempts > 1 {
-			x.res.RecoveredAfter = now - x.crashAt
-		}
-		fc.call()
+		fc.response(hdr, from, now)
 	case byteexpress.EvEngineError:
 		// One per engine; the EvSocketFailed of each socket it carried
 		// would walk the ladder once per socket for the same failure.
@@ -333,6 +350,93 @@ func (fc *failoverClient) onHostEvent(h *simhost.Host, ev byteexpress.Event) {
 		_ = h.Free(ev.Buf)
 	}
 	fc.arm()
+}
+
+// response accounts one answered fetch from host from and starts the next.
+func (fc *failoverClient) response(hdr rpc.Header, from int, now sim.Time) {
+	x := fc.x
+	comp, ok := fc.rpc.OnResponse(hdr, simhost.CoreTime(now))
+	if !ok {
+		return
+	}
+	x.res.Completed++
+	if b := int((now - x.t0) / x.cfg.Bin); b >= 0 && b < len(x.bins) {
+		x.bins[b]++
+	}
+	if x.res.RecoveredAfter == 0 && now > x.crashAt && from != x.crashed && comp.Attempts > 1 {
+		x.res.RecoveredAfter = now - x.crashAt
+	}
+	fc.call()
+}
+
+// OnMessage implements tcpsim.App: a response over the TCP fallback.
+func (fc *failoverClient) OnMessage(h *tcpsim.Host, c *tcpsim.Conn, m tcpsim.Message) {
+	hdr := rpc.Header{Call: rpc.CallID(m.Meta[0]), Attempt: uint32(m.Meta[1]), Shard: uint32(m.Meta[2]), Op: byte(m.Meta[3])}
+	fc.response(hdr, c.Peer().Host().Index(), h.Now())
+	fc.arm()
+}
+
+// addTCP puts a kernel TCP stack beside every host's RNIC, on one port.
+func (x *failover) addTCP() error {
+	net := x.c.Network()
+	tc, err := tcpsim.NewOn(x.c.Kernel(), net, x.cfg.TCP)
+	if err != nil {
+		return err
+	}
+	prio := tc.Config().Prio
+	for i, hp := range net.Hosts {
+		th := tc.Hosts()[i]
+		th.SetApp(tcpServer{x})
+		if err := net.Attach(hp.Node(), &fabric.Mux{A: hp.Host(), B: th, AMask: ^uint8(1 << prio)}); err != nil {
+			return err
+		}
+	}
+	x.tcp = tc
+	return nil
+}
+
+// tcpDialer is the RPC layer's TCP transport over tcpsim: one connection
+// per server, opened on first use (the kernel's connect is not modelled).
+type tcpDialer struct {
+	h     *tcpsim.Host
+	peers []*tcpsim.Host
+	conns map[rpc.NodeID]*tcpsim.Conn
+}
+
+func (d *tcpDialer) Dial(n rpc.NodeID, _ int) (rpc.Conn, error) {
+	if int(n) < 0 || int(n) >= len(d.peers) {
+		return nil, fmt.Errorf("workloads: tcp dial to unknown node %d", n)
+	}
+	c := d.conns[n]
+	if c == nil {
+		var err error
+		if c, err = d.h.Dial(d.peers[n]); err != nil {
+			return nil, err
+		}
+		d.conns[n] = c
+	}
+	return tcpConn{c}, nil
+}
+
+type tcpConn struct{ c *tcpsim.Conn }
+
+func (t tcpConn) Send(hdr []byte, n int) error {
+	h, err := rpc.ParseHeader(hdr)
+	if err != nil {
+		return err
+	}
+	return t.c.Send(n, tcpsim.Meta{uint64(h.Call), uint64(h.Attempt), uint64(h.Shard), uint64(h.Op)})
+}
+
+func (t tcpConn) Close() {}
+
+// tcpServer answers fetches that come over TCP.
+type tcpServer struct{ x *failover }
+
+func (s tcpServer) OnMessage(_ *tcpsim.Host, c *tcpsim.Conn, m tcpsim.Message) {
+	if err := c.Send(s.x.cfg.Response, m.Meta); err != nil {
+		s.x.fail(err)
+	}
 }
 
 type failoverServer struct{ x *failover }

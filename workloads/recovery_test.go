@@ -161,3 +161,43 @@ func TestFailoverFaults(t *testing.T) {
 		}
 	})
 }
+
+// RDMA disabled on a path: client 0's ToR port black-holes the RoCE
+// priority (a loss fault on priority 3 only). Its fetches time out, the
+// ladder walks both replicas' paths, and the RPC layer falls back to TCP
+// (priority 0, untouched): the rate comes back. Without a TCP transport
+// client 0's fetches fail.
+func TestFailoverTCPFallback(t *testing.T) {
+	rc := rpc.DefaultConfig()
+	rc.RetryProb, rc.MaxAttempts = 1, 8
+	black := []faults.Spec{{Kind: faults.Loss, At: 5 * sim.Millisecond, Host: 0, Switch: -1, Drop: 1, Prios: 1 << 3}}
+	r, err := RunFailover(FailoverConfig{Seed: 1, RPC: rc, Faults: black, TCPFallback: true, Run: 300 * sim.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Client 1 keeps its half; client 0 comes back over TCP, slower per
+	// fetch (interrupt moderation on both ends, slow start of the new
+	// connections, system calls), so the total returns above 60% of the
+	// RDMA rate, not to 90%.
+	back := sim.Time(-1)
+	for i := int(r.FaultAt/r.Bin) + 1; i < len(r.Rate); i++ {
+		if float64(r.Rate[i]) >= 0.6*r.BaseRate {
+			back = sim.Time(i+1)*r.Bin - r.FaultAt
+			break
+		}
+	}
+	last := r.Rate[len(r.Rate)-1]
+	t.Logf("fallback: completed %d failed %d retries %d tcp sends %d; detected %v, first retried fetch answered %v; base %.0f/ms, back to 60%% after %v, last bin %d/ms",
+		r.Completed, r.Failed, r.Retries, r.TCPSends, r.DetectedAfter, r.RecoveredAfter, r.BaseRate, back, last)
+	if r.Failed != 0 || r.TCPSends == 0 || back <= 0 || back > 290*sim.Millisecond {
+		t.Errorf("fallback: %d failed (%v), %d TCP sends, rate back to 60%% after %v", r.Failed, r.Errors, r.TCPSends, back)
+	}
+	n, err := RunFailover(FailoverConfig{Seed: 1, RPC: rc, Faults: black, Run: 300 * sim.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("no fallback: completed %d failed %d, rate back after %v", n.Completed, n.Failed, n.RateRecoveredAfter)
+	if n.Failed == 0 || n.RateRecoveredAfter > 0 {
+		t.Errorf("without TCP: %d failed, rate back after %v; want failures and no recovery", n.Failed, n.RateRecoveredAfter)
+	}
+}
