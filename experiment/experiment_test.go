@@ -104,6 +104,10 @@ func TestEmbeddedScenarioPhysics(t *testing.T) {
 		t.Errorf("failover: failed %v, detected after %v ms (want Tr, 40), rate back after %v ms, %v completed",
 			fo["failover/failed"], fo["failover/detected_after"], fo["failover/rate_recovered_after"], fo["failover/completed"])
 	}
+	tf := res("tcp-fallback")
+	if tf["failover/failed"] != 0 || tf["failover/tcp_sends"] == 0 || tf["failover/recovered_after"] <= 0 {
+		t.Errorf("tcp-fallback: %v failed, %v sent over TCP, first retried fetch answered after %v ms", tf["failover/failed"], tf["failover/tcp_sends"], tf["failover/recovered_after"])
+	}
 	st := res("pfc-storm")
 	if v := st["flow/victim/goodput"]; v < 3 || v > 8 || st["faults/storm_trips"] < 1 {
 		t.Errorf("pfc-storm: victim %.2f Gbps (want stalled part of the time, of 10), %v watchdog trips", v, st["faults/storm_trips"])

@@ -334,6 +334,8 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 	r.Add("pfc/frames_tx", float64(t.PFCFramesTx), "frames")
 	r.Add("pfc/xoff_events", float64(t.XOFFEvents), "")
 	r.Add("pfc/host_paused", t.HostPausedTime.Seconds()*1e6, "us")
+	r.Add("pfc/frames_tx_interval", float64(res.PFCFramesInterval), "frames")
+	r.Add("pfc/host_paused_interval", res.HostPausedInterval.Seconds()*1e6, "us")
 	r.Add("fabric/drops", float64(t.Drops+t.HeadroomDrops), "packets")
 	r.Add("fabric/ecn_marks", float64(t.ECNMarks), "packets")
 	r.Add("switch/max_shared_used", float64(t.SharedUsedMax), "bytes")

@@ -83,8 +83,13 @@ type PSResult struct {
 	TCP    *tcpsim.Stats // summed over hosts; nil over RDMA
 	Faults []faults.Event
 	NAKs   uint64 // RDMA: sequence-error NAKs sent by responders (lost frames)
-	Events uint64
-	Errors []error
+	// PFCFramesInterval and HostPausedInterval are the PFC frames sent and
+	// the host pause time within the measured interval (Report has the
+	// whole run's, connection setup and warmup included).
+	PFCFramesInterval  int64
+	HostPausedInterval sim.Time
+	Events             uint64
+	Errors             []error
 }
 
 const (
@@ -193,6 +198,7 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 	k.RunUntil(r.from)
 	crx0, srx0 := r.rx()
 	cpu0 := r.cpu()
+	t0 := r.net.Report().Totals
 	k.RunUntil(r.to)
 	crx1, srx1 := r.rx()
 	cpu1 := r.cpu()
@@ -204,6 +210,9 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 		res.CPU[i] = cpu1[i].minus(cpu0[i]).per(cfg.Measure, i, len(r.clients), cfg.Servers)
 	}
 	res.Report = r.net.Report()
+	t1 := res.Report.Totals
+	res.PFCFramesInterval = t1.PFCFramesTx - t0.PFCFramesTx
+	res.HostPausedInterval = t1.HostPausedTime - t0.HostPausedTime
 	if inj != nil {
 		res.Faults = inj.Log
 		for i := range res.Faults {
