@@ -56,7 +56,7 @@ var faultKeys = map[FaultKind][]string{
 	FaultLinkUp:    {"host", "switch", "port"},
 	FaultLinkFlap:  {"host", "switch", "port", "duration", "period", "count"},
 	FaultLoss:      {"host", "switch", "port", "drop", "corrupt", "prio", "duration"},
-	FaultHostCrash: {"host"},
+	FaultHostCrash: {"host", "duration"},
 	FaultQPError:   {"host"},
 	FaultPFCStorm:  {"host", "prio", "duration"},
 }

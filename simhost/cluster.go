@@ -63,6 +63,8 @@ type Cluster struct {
 	ctl    []ctlMsg
 	free   []uint32
 	err    error
+	// retired are crashed hosts replaced by a restart.
+	retired []*Host
 }
 
 // Errors of the simulated side channel.
@@ -153,6 +155,36 @@ func (c *Cluster) RunFor(d sim.Time) { c.k.RunUntil(c.k.Now() + d) }
 // Err is the first invariant violation seen (with CheckInvariants), or nil.
 func (c *Cluster) Err() error { return c.err }
 
+// restart replaces crashed host i with a fresh one (Host.Restart).
+func (c *Cluster) restart(i int) {
+	old := c.hosts[i]
+	if !old.crashed {
+		return
+	}
+	// A port shared with another endpoint model (a kernel TCP stack behind
+	// a fabric.Mux) keeps the other model.
+	mux, _ := c.net.HostPort(old.node).Host().(*fabric.Mux)
+	n, err := newHost(c, i)
+	if err != nil {
+		if c.err == nil {
+			c.err = fmt.Errorf("simhost: restart %s: %w", old.name, err)
+		}
+		return
+	}
+	if mux != nil && mux.A == fabric.Host(&old.port) {
+		mux.A = &n.port
+		if err := c.net.Attach(old.node, mux); err != nil && c.err == nil {
+			c.err = fmt.Errorf("simhost: restart %s: %w", old.name, err)
+		}
+	}
+	n.app = old.app
+	if old.listening {
+		n.Listen()
+	}
+	c.hosts[i], c.byAddr[n.addr] = n, n
+	c.retired = append(c.retired, old)
+}
+
 // Close closes every endpoint (returning the buffers the core holds) and
 // every pool, and reports leaks: buffers still allocated (the application
 // must have freed what it was given) and QPs not destroyed.
@@ -162,6 +194,9 @@ func (c *Cluster) Close() error {
 		if err := h.close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	for _, h := range c.retired {
+		_ = h.close() // a crashed machine's state is gone; only its memory is returned
 	}
 	return errors.Join(errs...)
 }
@@ -178,7 +213,10 @@ type ctlMsg struct {
 	done  func(byteexpress.ConnInfo, error)
 }
 
-const tagCrash = 1 << 40
+const (
+	tagCrash   = 1 << 40
+	tagRestart = 1 << 41
+)
 
 // Connect implements byteexpress.Connector: the dialer's ConnInfo reaches
 // the remote host ControlDelay later; its endpoint answers from a Poll and
@@ -217,6 +255,10 @@ func (c *Cluster) send(by *Host, d sim.Time, m ctlMsg) {
 func (c *Cluster) OnEvent(now sim.Time, tag uint64) {
 	if tag&tagCrash != 0 {
 		c.hosts[tag&^tagCrash].crash(now)
+		return
+	}
+	if tag&tagRestart != 0 {
+		c.restart(int(tag &^ tagRestart))
 		return
 	}
 	m := c.ctl[tag]

@@ -64,6 +64,7 @@ type Host struct {
 
 	crashed   bool
 	crashedAt sim.Time
+	listening bool
 	closed    bool
 	dropped   uint64 // frames dropped by the crashed NIC
 }
@@ -159,7 +160,10 @@ func (h *Host) SetApp(a App) {
 }
 
 // Listen makes the endpoint accept engines and sockets.
-func (h *Host) Listen() { h.ep.Listen() }
+func (h *Host) Listen() {
+	h.listening = true
+	h.ep.Listen()
+}
 
 // Dial opens a socket to host r (byteexpress.Endpoint.Dial).
 func (h *Host) Dial(r *Host) (*byteexpress.Socket, error) { return h.ep.Dial(r.addr) }
@@ -210,10 +214,23 @@ func (h *Host) crash(now sim.Time) {
 	}
 }
 
+// Restart brings the host back at instant at, if it has crashed by then,
+// as a freshly booted machine: a new RNIC, bemalloc pool and ByteExpress
+// endpoint at the same address, with the same App and, if it listened
+// before, listening again. Nothing survives (QPs, engines, buffers): peers
+// find their old engines dead by keepalive or transport retries and dial
+// again. The crashed Host value stays crashed; Cluster.Host(i) returns the
+// new one from then on.
+func (h *Host) Restart(at sim.Time) {
+	at = max(at, h.k.Now())
+	h.k.Post(at, h.c.hid, tagRestart|uint64(h.idx))
+}
+
 // FailQPs moves every live QP of the host to the error state, as a fatal
 // RNIC or QP error does (paper §7.1: the engine sees flushed completions
 // and reports an engine error). It returns how many QPs it failed.
 func (h *Host) FailQPs() int {
+	h = h.c.hosts[h.idx] // after a restart, the machine now at this index
 	n := 0
 	for _, q := range h.qps {
 		if q.destroyed || q.State() == verbs.StateErr || q.State() == verbs.StateReset {

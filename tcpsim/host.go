@@ -139,6 +139,25 @@ func (h *Host) Stats() Stats { return h.st }
 // Conns is every connection end on the host.
 func (h *Host) Conns() []*Conn { return h.conns }
 
+// Crash stops the host at instant at: it drops every frame, sends
+// nothing, and its timers do nothing (a kernel panic). There is no restart:
+// a rebooted host's connections would be gone, and reconnection is not
+// modelled.
+func (h *Host) Crash(at sim.Time) { h.c.k.At(max(at, h.c.k.Now()), crashEvent{h}, 0) }
+
+type crashEvent struct{ h *Host }
+
+func (e crashEvent) OnEvent(sim.Time, uint64) {
+	h := e.h
+	h.down = true
+	for h.acks.n > 0 {
+		h.acks.pop()
+	}
+}
+
+// Down reports whether the host has crashed.
+func (h *Host) Down() bool { return h.down }
+
 // Attach implements fabric.Host.
 func (h *Host) Attach(up fabric.Uplink) { h.up, h.pool = up, up.Pool() }
 

@@ -194,6 +194,9 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 	fh := make([]faults.Host, len(hs))
 	for i, h := range hs {
 		fh[i] = h
+		if x.tcp != nil {
+			fh[i] = bothHost{h, x.tcp.Hosts()[i]}
+		}
 	}
 	inj, err := faults.Schedule(c.Kernel(), c.Network(), fh, cfg.Seed, specs)
 	if err != nil {
@@ -394,6 +397,23 @@ func (x *failover) addTCP() error {
 	x.tcp = tc
 	return nil
 }
+
+// bothHost is a host with an RNIC and a kernel TCP stack: a crash stops
+// both; a restart brings back the RDMA side (tcpsim has no restart, so the
+// restarted host has no TCP).
+type bothHost struct {
+	h *simhost.Host
+	t *tcpsim.Host
+}
+
+func (b bothHost) Crash(at sim.Time) {
+	b.h.Crash(at)
+	b.t.Crash(at)
+}
+
+func (b bothHost) Restart(at sim.Time) { b.h.Restart(at) }
+
+func (b bothHost) FailQPs() int { return b.h.FailQPs() }
 
 // tcpDialer is the RPC layer's TCP transport over tcpsim: one connection
 // per server, opened on first use (the kernel's connect is not modelled).

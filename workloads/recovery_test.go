@@ -201,3 +201,43 @@ func TestFailoverTCPFallback(t *testing.T) {
 		t.Errorf("without TCP: %d failed, rate back after %v; want failures and no recovery", n.Failed, n.RateRecoveredAfter)
 	}
 }
+
+// A crashed server restarts as a fresh machine and serves again: replica A
+// of shard 0 crashes at 5 ms and comes back at 20 ms; replica B crashes at
+// 200 ms, so from then on shard 0's fetches must reach the restarted A
+// (the clients' old engines to it died by keepalive; they dial new ones,
+// and the RPC layer's probe takes A back from RDMA-down).
+func TestFailoverRestart(t *testing.T) {
+	// A destination found dead is marked RDMA-down and probed again only
+	// after ProbeInterval (30 s by default); 50 ms lets the test see the
+	// restarted server taken back.
+	rc := rpc.DefaultConfig()
+	rc.RetryProb, rc.MaxAttempts, rc.ProbeInterval = 1, 8, 50*time.Millisecond
+	var ka simhost.Config
+	ka.BE.KeepaliveInterval, ka.BE.KeepaliveTimeout = 10*time.Millisecond, 50*time.Millisecond
+	const a0, b0 = 4, 8 // L = 4: replicas A and B of shard 0
+	r, err := RunFailover(FailoverConfig{Seed: 1, RPC: rc, Cluster: ka, Run: 500 * sim.Millisecond, Faults: []faults.Spec{
+		{Kind: faults.HostCrash, At: 5 * sim.Millisecond, Host: a0, Switch: -1, Duration: 15 * sim.Millisecond},
+		{Kind: faults.HostCrash, At: 200 * sim.Millisecond, Host: b0, Switch: -1},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("started %d completed %d failed %d retries %d resent %d; detected %v, recovered %v; %v; errors %v",
+		r.Started, r.Completed, r.Failed, r.Retries, r.Resent, r.DetectedAfter, r.RecoveredAfter, r.Faults, r.Errors)
+	if len(r.Faults) != 3 {
+		t.Fatalf("fault log %v: want crash, restart, crash", r.Faults)
+	}
+	if r.Failed != 0 || r.Completed+r.Stranded != r.Started {
+		t.Errorf("%d fetches failed (%v); started %d, completed %d, stranded %d", r.Failed, r.Errors, r.Started, r.Completed, r.Stranded)
+	}
+	// After B's crash, shard 0 is only on the restarted A: the rate in the
+	// last 100 ms must be back to (nearly) the rate before any fault.
+	var late int
+	for _, v := range r.Rate[400:] {
+		late += v
+	}
+	if got := float64(late) / 100; got < 0.9*r.BaseRate {
+		t.Errorf("rate in the last 100 ms %.0f/ms, before the faults %.0f/ms: shard 0 did not come back on the restarted server", got, r.BaseRate)
+	}
+}
