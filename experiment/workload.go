@@ -113,27 +113,23 @@ func (w *workloadSim) summary(s *scenarios.Scenario, out io.Writer) error {
 
 func (w *workloadSim) run(s *scenarios.Scenario) *report.Result {
 	r := &report.Result{Tool: "besim", Scenario: s.Name, Seed: s.Seed, Duration: s.Duration.String()}
-	if w.fo != nil {
+	switch {
+	case w.fo != nil:
 		res, err := workloads.RunFailover(*w.fo)
-		if err != nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("workload failed: %v", err))
-			return r
+		if err == nil {
+			w.events = res.Events
+			FailoverResult(r, w.fo, res)
+			faultsResult(r, res.Faults, res.Report.Totals)
 		}
-		w.events = res.Events
-		FailoverResult(r, w.fo, res)
-		faultsResult(r, res.Faults, res.Report.Totals)
-		return r
-	}
-	if w.ps != nil {
+		return failedNote(r, err)
+	case w.ps != nil:
 		res, err := workloads.RunPS(*w.ps)
-		if err != nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("workload failed: %v", err))
-			return r
+		if err == nil {
+			w.events = res.Events
+			PSResult(r, w.ps, res)
+			faultsResult(r, res.Faults, res.Report.Totals)
 		}
-		w.events = res.Events
-		PSResult(r, w.ps, res)
-		faultsResult(r, res.Faults, res.Report.Totals)
-		return r
+		return failedNote(r, err)
 	}
 	res, err := workloads.RunIncast(w.cfg)
 	if err != nil {
@@ -144,6 +140,15 @@ func (w *workloadSim) run(s *scenarios.Scenario) *report.Result {
 	}
 	w.events = res.Events
 	IncastResult(r, &w.cfg, res)
+	return r
+}
+
+// failedNote notes a workload that failed (and leaves its metrics out: a
+// sweep or search over a failed point must not read it as "no PFC").
+func failedNote(r *report.Result, err error) *report.Result {
+	if err != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("workload failed: %v", err))
+	}
 	return r
 }
 

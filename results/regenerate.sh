@@ -5,6 +5,8 @@
 # (same scenario and seed, byte-identical JSON and CSVs). The whole script
 # takes about two minutes on 2 cores, most of it the two Table 4 searches.
 set -eu
+# The production-scale runs (results/production, paper Tables 5-7) take
+# about 10 minutes and 10 GB: run this script with PRODUCTION=1 to include them.
 cd "$(dirname "$0")/.."
 
 go run ./cmd/besim run -q --out results/table2 table2                 # paper Table 2 (§5.1)
@@ -12,6 +14,9 @@ go run ./cmd/besim run -q --out results/fig11 fig11                   # paper Fi
 go run ./cmd/besim run -q --out results/dcqcn-incast dcqcn-incast     # DCQCN holds an 8-to-1 incast in the ECN band
 go run ./cmd/besim run -q --out results/pfc-incast pfc-incast         # the same without congestion control: PFC
 go run ./cmd/besim run -q --out results/dcqcn-fairness dcqcn-fairness # two DCQCN flows converge to equal shares
+go run ./cmd/besim run -q --out results/failover failover             # paper §7.2: a server crash, detection and failover
+go run ./cmd/besim run -q --out results/tcp-fallback tcp-fallback     # paper §7.2: RDMA black-holed, fallback to TCP
+go run ./cmd/besim run -q --out results/pfc-storm pfc-storm           # a PFC storm contained by the watchdog
 # paper Table 4 (§6.3): servers before PFC per send window (bisection; ~45 s on 2 cores)
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set workload.window=4KiB,8KiB,16KiB,none -o results/table4/search.json fig14-incast
@@ -32,3 +37,23 @@ for ext in png svg; do
 	go run ./cmd/besim plot --x workload.window --y largest -title "Table 4 (model): servers before PFC by send window" \
 		-o "results/table4/servers_before_pfc.$ext" results/table4/search.json
 done
+
+if [ "${PRODUCTION:-0}" = 1 ]; then
+	C='fetch/count,fetch/p50,fetch/p99,fetch/incomplete,client/goodput,server/goodput,cpu/client_total,cpu/client_softirq,cpu/client_sys,cpu/client_user,cpu/server_total,cpu/server_softirq,cpu/server_sys,cpu/server_user,fabric/drops,fabric/ecn_marks,pfc/frames_tx,pfc/frames_tx_interval,pfc/host_paused_interval'
+	T="push/count,push/p50,push/p99,push/incomplete,iteration/count,$C"
+	go run ./cmd/besim sweep -q -jobs 2 --set workload.rate=2000,5000,10000 --set workload.transport=rdma,tcp \
+		--metrics "user/count,user/p50,user/p99,user/dropped,$C,tcp/loss,tcp/timeouts" -o results/production/inference.json inference
+	# Table 7: the training scenario as shipped (8 shards per iteration) and
+	# with 32 (more data in flight per server), RDMA without and with the
+	# window, then TCP, which needs a long run: flows stalled on the 200 ms
+	# minimum RTO set its tail.
+	go run ./cmd/besim sweep -q -jobs 2 --set workload.trainer_shards=8,32 --set workload.window=none,16KiB \
+		--metrics "$T,rnic/naks" -o results/production/training-rdma.json training
+	go run ./cmd/besim sweep -q -jobs 1 --set duration=1s --set workload.trainer_shards=8,32 --set workload.transport=tcp \
+		--metrics "$T,tcp/loss,tcp/retransmits,tcp/timeouts" -o results/production/training-tcp.json training
+fi
+go run ./cmd/besim plot -series queue/ -title "PFC storm from host 0 at 10 ms: the queue towards it (watchdog trips at 110 ms)" \
+	-o results/pfc-storm/queues.png results/pfc-storm/result.json
+go run ./cmd/besim plot -series failover/rate -title "Failover: server crash at 5 ms, fetches/ms" -o results/failover/rate.png results/failover/result.json
+go run ./cmd/besim plot -series failover/rate -title "TCP fallback: RoCE black-holed on client 0 at 5 ms, fetches/ms" \
+	-o results/tcp-fallback/rate.png results/tcp-fallback/result.json

@@ -494,12 +494,6 @@ func (v *validator) workload() {
 	if s.present(p+".rate") && w.Rate > 0 && s.present(p+".outstanding") && w.Kind != PSCluster {
 		v.bad(p+".outstanding", "not used with an open-loop rate")
 	}
-	if !w.Window.None && (w.Window.Size < 256 || w.Window.Size > 64*MiB) {
-		v.bad(p+".window", "%s is out of range (allowed: none, or 256B to 64MiB)", w.Window)
-	}
-	if w.Fragment < 64 || w.Fragment > 64*MiB {
-		v.bad(p+".fragment", "%s is out of range (allowed: 64B to 64MiB)", w.Fragment)
-	}
 	v.engineKeys(p)
 	if w.Kind == IncastPull {
 		if w.VictimMessage < 64 || w.VictimMessage > 64*MiB {
@@ -512,9 +506,16 @@ func (v *validator) workload() {
 	}
 }
 
-// engineKeys checks sq_depth and recv_buffer (0: the byteexpress default).
+// engineKeys checks the ByteExpress engine keys: window, fragment,
+// sq_depth and recv_buffer (0: the byteexpress default).
 func (v *validator) engineKeys(p string) {
 	w := v.s.Workload
+	if !w.Window.None && (w.Window.Size < 256 || w.Window.Size > 64*MiB) {
+		v.bad(p+".window", "%s is out of range (allowed: none, or 256B to 64MiB)", w.Window)
+	}
+	if w.Fragment < 64 || w.Fragment > 64*MiB {
+		v.bad(p+".fragment", "%s is out of range (allowed: 64B to 64MiB)", w.Fragment)
+	}
 	if w.SQDepth != 0 || v.s.present(p+".sq_depth") {
 		v.countRange(p+".sq_depth", w.SQDepth, 4, 4096)
 	}
@@ -549,12 +550,6 @@ func (v *validator) failover() {
 	v.countRange(p+".outstanding", w.Outstanding, 1, maxOutstanding)
 	if w.Response.Dist != DistFixed || w.Response.Size < 24 || w.Response.Size > 64*MiB {
 		v.bad(p+".response", "a failover response is {dist: fixed, size} with size 24B to 64MiB (the RPC header is 24 bytes)")
-	}
-	if !w.Window.None && (w.Window.Size < 256 || w.Window.Size > 64*MiB) {
-		v.bad(p+".window", "%s is out of range (allowed: none, or 256B to 64MiB)", w.Window)
-	}
-	if w.Fragment < 64 || w.Fragment > 64*MiB {
-		v.bad(p+".fragment", "%s is out of range (allowed: 64B to 64MiB)", w.Fragment)
 	}
 	v.engineKeys(p)
 	if w.TCPFallback {
