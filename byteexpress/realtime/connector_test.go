@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/besim/besim/byteexpress"
-	"github.com/besim/besim/byteexpress/internal/fakeverbs"
+	"github.com/besim/besim/verbs/fakeverbs"
 	"github.com/besim/besim/byteexpress/internal/testalloc"
 	"github.com/besim/besim/byteexpress/realtime"
 )

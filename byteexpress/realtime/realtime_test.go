@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/besim/besim/byteexpress"
-	"github.com/besim/besim/byteexpress/internal/fakeverbs"
+	"github.com/besim/besim/verbs/fakeverbs"
 	"github.com/besim/besim/byteexpress/internal/testalloc"
 	"github.com/besim/besim/byteexpress/realtime"
 )

@@ -1,5 +1,7 @@
 // Package fakeverbs is a deliberately simple, functional, in-memory verbs
-// backend for testing the ByteExpress core without the simulated RNIC.
+// backend for testing the ByteExpress core without the simulated RNIC (its
+// own tests, and berun's ps roles over verbs, which run the core on it in
+// one process where no RDMA device exists).
 //
 // A Network joins any number of Contexts. Delivery is step-driven in integer
 // nanoseconds: PostSend queues operations, and Advance(t) executes every
