@@ -29,7 +29,9 @@
 // the ps-server and ps-client roles replay the workload over kernel TCP with
 // besim's shard placement, draws, sizes and random streams, and the
 // controller also writes the run in besim's result format (controller.Report)
-// so `besim compare` puts simulation and hardware side by side. The same
-// roles over verbs (the ByteExpress core on verbs/ibv) are not written yet:
-// `--transport verbs` says so.
+// so `besim compare` puts simulation and hardware side by side. With
+// `--transport verbs` the same roles run the ByteExpress core on each
+// host's RDMA device (role/psverbs.go: bemalloc on the device's PD, the
+// engine exchange over TCP, one wall-clock driver per I/O thread); agents
+// need -tags rdma, and refuse without a device.
 package berun

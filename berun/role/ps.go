@@ -20,7 +20,8 @@ import (
 )
 
 // The parameter-server roles replay a besim ps-cluster scenario (package
-// workloads, paper §2.1) over kernel TCP: ps-server i is besim's server i,
+// workloads, paper §2.1) over kernel TCP (or, transport verbs, ByteExpress:
+// psverbs.go): ps-server i is besim's server i,
 // ps-client i is besim's client i (rankers first, then trainers). Both read
 // the workload from the scenario file the controller pushes (Spec.Scenario),
 // translated by the same function besim uses (experiment.PSConfig), and use
@@ -30,11 +31,13 @@ import (
 // 24-byte header (slot, send time, op, shard count).
 func init() {
 	for _, r := range []struct{ name, summary string }{
-		{"ps-server", "parameter server of a besim ps-cluster scenario over kernel TCP: answers fetches with the scenario's response sizes and acknowledges pushes"},
-		{"ps-client", "ranker or trainer of a besim ps-cluster scenario over kernel TCP: fan-out fetches (and compute + push for trainers) to every ps-server peer"},
+		{"ps-server", "parameter server of a besim ps-cluster scenario over kernel TCP or verbs: answers fetches with the scenario's response sizes and acknowledges pushes"},
+		{"ps-client", "ranker or trainer of a besim ps-cluster scenario over kernel TCP or verbs: fan-out fetches (and compute + push for trainers) to every ps-server peer"},
 	} {
 		Register(Info{Name: r.name, Summary: r.summary, New: newPS,
-			Params: []Param{{Name: "index", Doc: "server or client index in the scenario (required; clients: rankers first, then trainers)"}}})
+			Params: []Param{{Name: "index", Doc: "server or client index in the scenario (required; clients: rankers first, then trainers)"},
+				{Name: "transport", Doc: "tcp (kernel TCP, default) or verbs (the ByteExpress core on the host's RDMA device, -tags rdma)"},
+				{Name: "device", Doc: "verbs: the RDMA device (default: the first one)"}}})
 	}
 }
 
@@ -51,12 +54,22 @@ type ps struct {
 	idx    int
 	cfg    workloads.PSConfig
 	in     *inbound
+	verbs  bool
+	device string
+	node   *beNode // verbs
 }
 
 func newPS(spec Spec) (Role, error) {
 	info, _ := Lookup(spec.Role)
 	p := ReadParams(info, spec)
 	idx := p.Int("index", 0, 1<<20)
+	transport, device := "tcp", ""
+	if _, set := spec.Params["transport"]; set {
+		transport = p.Enum("transport", "tcp", "verbs")
+	}
+	if _, set := spec.Params["device"]; set {
+		device = p.String("device")
+	}
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -74,7 +87,7 @@ func newPS(spec Spec) (Role, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &ps{server: spec.Role == "ps-server", idx: idx, cfg: cfg}
+	r := &ps{server: spec.Role == "ps-server", idx: idx, cfg: cfg, verbs: transport == "verbs", device: device}
 	switch {
 	case r.server && idx >= cfg.Servers:
 		return nil, fmt.Errorf("index %d: the scenario has %d servers", idx, cfg.Servers)
@@ -89,6 +102,16 @@ func newPS(spec Spec) (Role, error) {
 }
 
 func (r *ps) Prepare(ctx context.Context, spec Spec) (string, error) {
+	if r.verbs {
+		// Servers and clients alike: the engine exchange listens on the
+		// role's bind address.
+		n, err := newBENode(ctx, spec.ID, spec.Bind, r.device, r.cfg.Cluster.BE)
+		if err != nil {
+			return "", err
+		}
+		r.node = n
+		return n.ln.Addr().String(), nil
+	}
 	if !r.server {
 		return "", nil
 	}
@@ -101,6 +124,9 @@ func (r *ps) Prepare(ctx context.Context, spec Spec) (string, error) {
 }
 
 func (r *ps) Close() error {
+	if r.node != nil {
+		return r.node.close()
+	}
 	if r.in != nil {
 		return r.in.ln.Close()
 	}
@@ -108,6 +134,9 @@ func (r *ps) Close() error {
 }
 
 func (r *ps) Run(ctx context.Context, spec Spec, peers PeerMap) (Result, error) {
+	if r.verbs && r.server {
+		return r.runServerBE(ctx, spec)
+	}
 	if r.server {
 		return r.runServer(ctx, spec)
 	}
@@ -227,7 +256,7 @@ type psClient struct {
 	trainer bool
 	rng     *rand.Rand
 	shardOf []int
-	conns   []*tcpx.Conn
+	conns   []msgConn
 	slots   []psSlot
 	base    time.Time
 	from    time.Time
@@ -254,7 +283,7 @@ func (r *ps) runClient(ctx context.Context, spec Spec, peers PeerMap) (Result, e
 	pc.slots = make([]psSlot, n)
 	res := Result{Metrics: map[string]float64{}, Detail: &pc.d}
 	src, _, _ := net.SplitHostPort(spec.Bind)
-	in := make(chan psResp, 256)
+	in := make(chan psResp, 4096)
 	var wg sync.WaitGroup
 	quit := make(chan struct{})
 	defer func() {
@@ -264,7 +293,15 @@ func (r *ps) runClient(ctx context.Context, spec Spec, peers PeerMap) (Result, e
 		}
 		wg.Wait()
 	}()
+	if r.verbs {
+		if err := pc.dialBE(spec, peers, in, quit); err != nil {
+			return res, err
+		}
+	}
 	for i, id := range spec.Peers {
+		if r.verbs {
+			break
+		}
 		p, ok := peers[id]
 		if !ok || p.Addr == "" {
 			return res, fmt.Errorf("peer %s has no data address", id)

@@ -13,8 +13,9 @@
 //     half.
 //
 //   - ps-server and ps-client: a besim ps-cluster scenario (paper §2.1)
-//     replayed over kernel TCP (ps.go); they read the workload from
-//     Spec.Scenario.
+//     replayed over kernel TCP (ps.go) or, with param transport verbs, over
+//     the ByteExpress core on the host's RDMA device (psverbs.go); they read
+//     the workload from Spec.Scenario.
 //
 // Further roles plug in the same way: a package calls Register from init
 // with a Factory, and the command links it in with a blank import. Nothing

@@ -9,8 +9,9 @@
 // Agents and controller share a token (--token-file or $BERUN_TOKEN) that
 // never crosses the network (HMAC challenge-response, package berun/wire).
 // Data moves over kernel TCP (the tcp roles: the paper's §8 baseline) and,
-// built with -tags rdma, RDMA verbs through verbs/ibv (selftest today; the
-// parameter-server workloads when they exist). See berun/plan for the two
+// built with -tags rdma, RDMA verbs through verbs/ibv (selftest, and the
+// parameter-server roles with --transport verbs: the ByteExpress core on
+// the host's device). See berun/plan for the two
 // input files and berun/controller for the result file.
 package main
 
@@ -290,14 +291,21 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 		}
 		return plan.ParsePlan(file, data)
 	}
-	switch transport {
-	case "tcp":
-	case "verbs":
-		return nil, fmt.Errorf("--transport verbs: the parameter-server roles over verbs (the ByteExpress core on verbs/ibv) are not written yet; use --transport tcp (berun selftest checks a device)")
-	default:
+	if transport != "tcp" && transport != "verbs" {
 		return nil, fmt.Errorf("--transport %q: want tcp or verbs", transport)
 	}
-	return plan.FromScenario(file, data, hs, dur)
+	p, err := plan.FromScenario(file, data, hs, dur)
+	if err != nil {
+		return nil, err
+	}
+	if transport == "verbs" {
+		// The ps roles run the ByteExpress core on each host's RDMA device
+		// (agents built with -tags rdma; without a device they refuse).
+		for i := range p.Roles {
+			p.Roles[i].Params["transport"] = "verbs"
+		}
+	}
+	return p, nil
 }
 
 func writeReport(r *report.Result, path string) error {

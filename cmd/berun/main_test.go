@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/besim/besim/berun/plan"
+	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/verbs/ibv"
 )
 
@@ -79,4 +82,32 @@ func TestSelftestWithoutDevice(t *testing.T) {
 		t.Fatalf("unclear message: %q", errs)
 	}
 	t.Log(strings.TrimSpace(errs))
+}
+
+// --transport verbs puts every ps role on the ByteExpress core over the
+// host's RDMA device (param transport); a role plan refuses the flag.
+func TestLoadPlanTransport(t *testing.T) {
+	hs, err := plan.ParseHosts("hosts.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := t.TempDir() + "/ps.yaml"
+	data, _ := scenarios.Builtin("ps-cluster")
+	if err := os.WriteFile(f, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []string{"tcp", "verbs"} {
+		p, err := loadPlan(f, hs, time.Second, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range p.Roles {
+			if got := r.Params["transport"]; (tr == "verbs") != (got == "verbs") {
+				t.Errorf("--transport %s: role %s has transport %q", tr, r.ID, got)
+			}
+		}
+	}
+	if _, err := loadPlan(f, hs, time.Second, "udp"); err == nil {
+		t.Error("--transport udp accepted")
+	}
 }
