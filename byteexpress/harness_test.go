@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/besim/besim/byteexpress"
-	"github.com/besim/besim/verbs/fakeverbs"
 	"github.com/besim/besim/byteexpress/internal/testalloc"
 	"github.com/besim/besim/verbs"
+	"github.com/besim/besim/verbs/fakeverbs"
 )
 
 // cluster drives endpoints over a fakeverbs network in virtual time (ns).

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/besim/besim/byteexpress"
-	"github.com/besim/besim/verbs/fakeverbs"
 	"github.com/besim/besim/byteexpress/internal/testalloc"
 	"github.com/besim/besim/byteexpress/realtime"
+	"github.com/besim/besim/verbs/fakeverbs"
 )
 
 // TestTCPConnector sets engines up through the TCP exchange, as berun does

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/besim/besim/byteexpress"
-	"github.com/besim/besim/verbs/fakeverbs"
 	"github.com/besim/besim/byteexpress/internal/testalloc"
 	"github.com/besim/besim/byteexpress/realtime"
+	"github.com/besim/besim/verbs/fakeverbs"
 )
 
 // directConnector hands the exchange straight to the peer endpoint.
