@@ -11,7 +11,8 @@ import (
 // TestLayering enforces DESIGN.md's import rule: the core (this package and
 // every package below it, tests included) depends only on verbs, the
 // byteexpress tree itself (bemalloc, internal helpers) and the standard
-// library, and never on the simulator packages.
+// library, and never on the simulator packages. Tests may also use the
+// in-memory verbs backend (verbs/fakeverbs, which imports only verbs).
 func TestLayering(t *testing.T) {
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := exec.LookPath(gobin); err != nil {
@@ -43,11 +44,22 @@ func TestLayering(t *testing.T) {
 		switch {
 		case p == mod+"verbs", strings.HasPrefix(p, mod+"byteexpress"):
 		case strings.HasPrefix(p, "github.com/google/go-cmp/"): // allowed in tests
+		case p == mod+"verbs/fakeverbs": // tests only: checked below
 		default:
 			t.Errorf("byteexpress depends on %s (allowed: verbs, byteexpress/..., the standard library)", p)
 		}
 	}
 	if seen == 0 {
 		t.Fatal("go list returned no packages")
+	}
+	// The fake NIC is for tests: no non-test package may depend on it.
+	out, err = exec.Command(gobin, "list", "-deps", "-f", "{{.ImportPath}}", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == mod+"verbs/fakeverbs" {
+			t.Errorf("non-test code of byteexpress depends on %s", p)
+		}
 	}
 }
