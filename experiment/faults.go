@@ -63,6 +63,9 @@ func FailoverConfig(s *scenarios.Scenario) (workloads.FailoverConfig, error) {
 	}
 	sc.BE.KeepaliveInterval = simhostDuration(w.Keepalive.Interval.Time())
 	sc.BE.KeepaliveTimeout = simhostDuration(w.Keepalive.Timeout.Time())
+	if w.Keepalive.Interval == 0 {
+		sc.BE.KeepaliveInterval = -1 // the scenario's 0 is "off"; byteexpress reads 0 as its default
+	}
 	rc := rpc.DefaultConfig()
 	rc.ConnTimeout = simhostDuration(w.RPC.ConnectTimeout.Time())
 	rc.RequestTimeout = simhostDuration(w.RPC.RequestTimeout.Time())

@@ -354,8 +354,12 @@ func (d *defaulter) workload() {
 		if w.Keepalive == nil {
 			w.Keepalive = &Keepalive{}
 		}
-		def(d, p+".keepalive.interval", &w.Keepalive.Interval, Duration(100*sim.Millisecond))
-		def(d, p+".keepalive.timeout", &w.Keepalive.Timeout, 5*w.Keepalive.Interval)
+		if !d.s.present(p + ".keepalive.interval") {
+			w.Keepalive.Interval = Duration(100 * sim.Millisecond)
+		}
+		if w.Keepalive.Interval > 0 {
+			def(d, p+".keepalive.timeout", &w.Keepalive.Timeout, 5*w.Keepalive.Interval)
+		}
 		return
 	}
 	if w.Kind == PSCluster {
