@@ -178,7 +178,7 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 	}
 	c.Run(c.Now() + cfg.Warmup)
 	t0 := c.Now()
-	specs := cfg.Faults
+	specs := append([]faults.Spec(nil), cfg.Faults...) // At moves to the kernel clock: do not touch the caller's
 	if len(specs) == 0 {
 		// The first server of replica set A (shard 0).
 		specs = []faults.Spec{{Kind: faults.HostCrash, At: cfg.CrashAt, Host: hpl, Switch: -1}}
