@@ -18,27 +18,20 @@ type Cluster struct {
 	flows uint32
 }
 
-// New builds the fabric fc and a TCP stack cfg on every host.
+// New builds the fabric fc and a TCP stack cfg attached to every host.
 func New(fc fabric.Config, cfg Config) (*Cluster, error) {
-	cfg.defaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if fc.Switch.PFC.Lossless[cfg.Prio] {
-		return nil, errors.New("tcpsim: the TCP priority is lossless in the fabric config; TCP runs on a lossy class")
-	}
-	k := sim.NewKernel()
-	net, err := fabric.New(k, fc)
+	net, err := fabric.New(sim.NewKernel(), fc)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{cfg: cfg, k: k, net: net}
+	c, err := NewOn(net.K, net, cfg)
+	if err != nil {
+		return nil, err
+	}
 	for i, hp := range net.Hosts {
-		h := newHost(c, i, hp)
-		if err := net.Attach(hp.Node(), h); err != nil {
+		if err := net.Attach(hp.Node(), c.hosts[i]); err != nil {
 			return nil, err
 		}
-		c.hosts = append(c.hosts, h)
 	}
 	return c, nil
 }

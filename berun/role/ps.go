@@ -152,52 +152,25 @@ type psServed struct {
 
 func (r *ps) runServer(ctx context.Context, spec Spec) (Result, error) {
 	outs, notes, err := r.in.serve(ctx, spec, func(c *tcpx.Conn, h dataHello) (any, error) {
-		s := &psServed{}
 		// One stream per (server, client): connections are served in
 		// parallel, so a shared stream would make sizes depend on timing.
-		rng := sim.Stream(r.cfg.Seed, fmt.Sprintf("ps/server%d/%s", r.idx, h.From))
-		var req []byte
-		resp := make([]byte, psHdr+16)
+		pc := &psPeer{rng: sim.Stream(r.cfg.Seed, fmt.Sprintf("ps/server%d/%s", r.idx, h.From))}
+		var req, resp []byte
 		for {
 			m, err := c.ReadMsg(req[:0])
 			if err != nil {
 				if err == io.EOF {
-					err = fmt.Errorf("connection closed without the end marker after %d requests", s.Fetches+s.Pushes)
+					err = fmt.Errorf("connection closed without the end marker after %d requests", pc.s.Fetches+pc.s.Pushes)
 				}
-				return s, err
+				return &pc.s, err
 			}
 			req = m
-			if len(m) < psHdr {
-				return s, fmt.Errorf("request of %d bytes, want at least %d", len(m), psHdr)
+			if resp, err = r.answer(pc, m, resp); err != nil {
+				return &pc.s, err
 			}
-			s.RxBytes += int64(len(m))
-			n := psHdr + 8
-			switch m[16] {
-			case psOpEnd:
-				copy(resp, m[:psHdr])
-				binary.LittleEndian.PutUint64(resp[psHdr:], uint64(s.Fetches))
-				binary.LittleEndian.PutUint64(resp[psHdr+8:], uint64(s.Pushes))
-				return s, c.WriteMsg(resp[:psHdr+16])
-			case psOpFetch:
-				n = 0
-				for range int(binary.LittleEndian.Uint32(m[17:])) {
-					n += r.cfg.FetchResponse.Sample(rng)
-				}
-				n = max(n, psHdr)
-				s.Fetches++
-			case psOpPush:
-				s.Pushes++
-			default:
-				return s, fmt.Errorf("unknown op %d", m[16])
+			if err := c.WriteMsg(resp); err != nil || pc.ended {
+				return &pc.s, err
 			}
-			if n > len(resp) {
-				resp = make([]byte, n)
-			}
-			copy(resp, m[:psHdr])
-			if err := c.WriteMsg(resp[:n]); err != nil {
-				return s, err
-			}
-			s.TxBytes += int64(n)
 		}
 	})
 	var t psServed
@@ -238,6 +211,21 @@ type psResp struct {
 	err  error
 	done bool // the end-marker answer
 	cnt  [2]int64
+}
+
+// parseResp reads a server's response (or end-marker count) m.
+func parseResp(srv int, m []byte, from string) psResp {
+	rs := psResp{srv: srv, at: time.Now(), n: len(m)}
+	if len(m) < psHdr {
+		rs.err = fmt.Errorf("response of %d bytes from %s", len(m), from)
+		return rs
+	}
+	copy(rs.hdr[:], m)
+	if m[16] == psOpEnd && len(m) >= psHdr+16 {
+		rs.done = true
+		rs.cnt = [2]int64{int64(binary.LittleEndian.Uint64(m[psHdr:])), int64(binary.LittleEndian.Uint64(m[psHdr+8:]))}
+	}
+	return rs
 }
 
 type psSlot struct {
@@ -323,16 +311,9 @@ func (r *ps) runClient(ctx context.Context, spec Spec, peers PeerMap) (Result, e
 			for {
 				m, err := c.ReadMsg(b[:0])
 				b = m
-				rs := psResp{srv: i, at: time.Now(), err: err, n: len(m)}
-				if err == nil && len(m) < psHdr {
-					rs.err = fmt.Errorf("response of %d bytes from %s", len(m), id)
-				}
-				if rs.err == nil {
-					copy(rs.hdr[:], m)
-					if m[16] == psOpEnd && len(m) >= psHdr+16 {
-						rs.done = true
-						rs.cnt = [2]int64{int64(binary.LittleEndian.Uint64(m[psHdr:])), int64(binary.LittleEndian.Uint64(m[psHdr+8:]))}
-					}
+				rs := psResp{srv: i, err: err}
+				if err == nil {
+					rs = parseResp(i, m, id)
 				}
 				select {
 				case in <- rs:

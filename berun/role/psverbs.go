@@ -181,17 +181,7 @@ func (pc *psClient) dialBE(spec Spec, peers PeerMap, in chan<- psResp, quit <-ch
 		var rs psResp
 		switch ev.Kind {
 		case byteexpress.EvMessage:
-			m := ev.Buf.Bytes()[:ev.Len]
-			rs = psResp{srv: i, at: time.Now(), n: len(m)}
-			if len(m) < psHdr {
-				rs.err = fmt.Errorf("response of %d bytes from %s", len(m), ev.Remote)
-			} else {
-				copy(rs.hdr[:], m)
-				if m[16] == psOpEnd && len(m) >= psHdr+16 {
-					rs.done = true
-					rs.cnt = [2]int64{int64(binary.LittleEndian.Uint64(m[psHdr:])), int64(binary.LittleEndian.Uint64(m[psHdr+8:]))}
-				}
-			}
+			rs = parseResp(i, ev.Buf.Bytes()[:ev.Len], string(ev.Remote))
 			_ = n.ep.Free(ev.Buf)
 		case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
 			_ = n.ep.Free(ev.Buf)
@@ -219,8 +209,8 @@ func (pc *psClient) dialBE(spec Spec, peers PeerMap, in chan<- psResp, quit <-ch
 	return nil
 }
 
-// beClient is what a ps-server over verbs keeps per client.
-type beClient struct {
+// psPeer is what a ps-server keeps per client (either transport).
+type psPeer struct {
 	s     psServed
 	rng   *rand.Rand
 	ended bool
@@ -233,7 +223,7 @@ func (r *ps) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 	n := r.node
 	var (
 		mu      sync.Mutex
-		clients = map[byteexpress.Addr]*beClient{}
+		clients = map[byteexpress.Addr]*psPeer{}
 		ended   int
 		errs    []error
 		done    = make(chan struct{})
@@ -246,10 +236,10 @@ func (r *ps) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 			c := clients[ev.Remote]
 			if c == nil {
 				// As runServer: one stream per (server, client).
-				c = &beClient{rng: sim.Stream(r.cfg.Seed, fmt.Sprintf("ps/server%d/%s", r.idx, ev.Remote))}
+				c = &psPeer{rng: sim.Stream(r.cfg.Seed, fmt.Sprintf("ps/server%d/%s", r.idx, ev.Remote))}
 				clients[ev.Remote] = c
 			}
-			reply, err := r.answer(c, ev.Buf.Bytes()[:ev.Len])
+			reply, err := r.answer(c, ev.Buf.Bytes()[:ev.Len], nil)
 			if err != nil && len(errs) < 8 {
 				errs = append(errs, fmt.Errorf("%s: %w", ev.Remote, err))
 			}
@@ -307,8 +297,10 @@ func (r *ps) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 	return res, errors.Join(append(errs, err)...)
 }
 
-// answer is the server's reply to request m, as runServer computes it.
-func (r *ps) answer(c *beClient, m []byte) ([]byte, error) {
+// answer is a ps-server's reply to request m from client c: the fetch
+// response, push acknowledgement or end-marker count, in resp's backing
+// array if it is large enough. Both transports' servers use it.
+func (r *ps) answer(c *psPeer, m, resp []byte) ([]byte, error) {
 	if len(m) < psHdr {
 		return nil, fmt.Errorf("request of %d bytes, want at least %d", len(m), psHdr)
 	}
@@ -316,12 +308,7 @@ func (r *ps) answer(c *beClient, m []byte) ([]byte, error) {
 	n := psHdr + 8
 	switch m[16] {
 	case psOpEnd:
-		resp := make([]byte, psHdr+16)
-		copy(resp, m[:psHdr])
-		binary.LittleEndian.PutUint64(resp[psHdr:], uint64(c.s.Fetches))
-		binary.LittleEndian.PutUint64(resp[psHdr+8:], uint64(c.s.Pushes))
-		c.ended = true
-		return resp, nil
+		n = psHdr + 16
 	case psOpFetch:
 		n = 0
 		for range int(binary.LittleEndian.Uint32(m[17:])) {
@@ -334,8 +321,17 @@ func (r *ps) answer(c *beClient, m []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("unknown op %d", m[16])
 	}
-	resp := make([]byte, n)
+	if cap(resp) < n {
+		resp = make([]byte, n)
+	}
+	resp = resp[:n]
 	copy(resp, m[:psHdr])
+	if m[16] == psOpEnd {
+		binary.LittleEndian.PutUint64(resp[psHdr:], uint64(c.s.Fetches))
+		binary.LittleEndian.PutUint64(resp[psHdr+8:], uint64(c.s.Pushes))
+		c.ended = true
+		return resp, nil
+	}
 	c.s.TxBytes += int64(n)
 	return resp, nil
 }
