@@ -100,17 +100,10 @@ func (v *validator) faults() {
 				"missing (required; allowed: "+strings.Join(faultKinds, ", ")+")")
 			continue
 		}
-		set := map[string]bool{"host": f.Host != nil, "switch": f.Switch != nil, "port": f.Port != nil, "duration": f.Duration != 0,
-			"period": f.Period != 0, "count": f.Count != 0, "drop": f.Drop != 0, "corrupt": f.Corrupt != 0, "prio": f.Prio != nil && s.present(p+".prio")}
-		for _, k := range []string{"host", "switch", "port", "duration", "period", "count", "drop", "corrupt", "prio"} {
-			used := false
-			for _, u := range keys {
-				used = used || u == k
-			}
-			if !used && (set[k] || s.present(p+"."+k)) {
-				v.bad(p+"."+k, "not used by kind %s (%s uses: at, %s)", f.Kind, f.Kind, strings.Join(keys, ", "))
-			}
-		}
+		// prio counts as set only when written: pfc-storm's default fills it.
+		set := []keySet{{"host", f.Host != nil}, {"switch", f.Switch != nil}, {"port", f.Port != nil}, {"duration", f.Duration != 0},
+			{"period", f.Period != 0}, {"count", f.Count != 0}, {"drop", f.Drop != 0}, {"corrupt", f.Corrupt != 0}, {"prio", false}}
+		v.unusedKeys(p, set, keys, "kind "+string(f.Kind), string(f.Kind)+" uses: at, "+strings.Join(keys, ", "))
 		if !s.present(p + ".at") {
 			v.bad(p+".at", "missing (required: when the fault strikes, from the start of the measured interval)")
 		}

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -629,12 +630,24 @@ func (v *validator) tcp(p string) {
 	}
 }
 
+// keySet is an optional key of a section and whether it holds a value.
+type keySet struct {
+	key string
+	set bool
+}
+
+// unusedKeys reports every key of p that is set (or present) but not in
+// uses: "not used by WHAT (USES)".
+func (v *validator) unusedKeys(p string, keys []keySet, uses []string, what, usesText string) {
+	for _, k := range keys {
+		if !slices.Contains(uses, k.key) && (k.set || v.s.present(p+"."+k.key)) {
+			v.bad(p+"."+k.key, "not used by %s (%s)", what, usesText)
+		}
+	}
+}
+
 func (v *validator) sizeDist(p string, d *SizeDist) {
-	s := v.s
-	keys := []struct {
-		key string
-		set bool
-	}{{"size", d.Size != 0}, {"min", d.Min != 0}, {"max", d.Max != 0}, {"mean", d.Mean != 0}, {"p99", d.P99 != 0}, {"cdf", len(d.CDF) > 0}}
+	keys := []keySet{{"size", d.Size != 0}, {"min", d.Min != 0}, {"max", d.Max != 0}, {"mean", d.Mean != 0}, {"p99", d.P99 != 0}, {"cdf", len(d.CDF) > 0}}
 	var uses []string
 	switch d.Dist {
 	case DistFixed:
@@ -653,15 +666,7 @@ func (v *validator) sizeDist(p string, d *SizeDist) {
 		v.bad(p+".dist", "%q is not a size distribution (allowed: %s)", d.Dist, strings.Join(distNames, ", "))
 		return
 	}
-	for _, k := range keys {
-		used := false
-		for _, u := range uses {
-			used = used || u == k.key
-		}
-		if !used && (k.set || s.present(p+"."+k.key)) {
-			v.bad(p+"."+k.key, "not used by dist %s (%s uses: %s)", d.Dist, d.Dist, strings.Join(uses, ", "))
-		}
-	}
+	v.unusedKeys(p, keys, uses, "dist "+string(d.Dist), string(d.Dist)+" uses: "+strings.Join(uses, ", "))
 	const maxMsg = 64 * MiB
 	inRange := func(key string, x Size) {
 		if x < 1 || x > maxMsg {
