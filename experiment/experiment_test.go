@@ -100,10 +100,19 @@ func TestEmbeddedScenarioPhysics(t *testing.T) {
 		t.Errorf("lossy incast: pfc frames %v drops %v", lossy["pfc/frames_tx"], lossy["fabric/drops"])
 	}
 	fo := res("failover")
+	// The ladder (two path changes, then the replica) costs three Tr
+	// before the rate comes back; meanwhile every fetch slot ends up
+	// waiting on the dead shard, so few complete.
 	if fo["failover/failed"] != 0 || fo["failover/detected_after"] < 39 || fo["failover/detected_after"] > 41 ||
-		fo["failover/rate_recovered_after"] <= 0 || fo["failover/completed"] < 10000 {
-		t.Errorf("failover: failed %v, detected after %v ms (want Tr, 40), rate back after %v ms, %v completed",
+		fo["failover/rate_recovered_after"] < 120 || fo["failover/rate_recovered_after"] > 130 || fo["failover/completed"] < 5000 {
+		t.Errorf("failover: failed %v, detected after %v ms (want Tr, 40), rate back after %v ms (want 3 Tr), %v completed",
 			fo["failover/failed"], fo["failover/detected_after"], fo["failover/rate_recovered_after"], fo["failover/completed"])
+	}
+	qu := res("quarantine")
+	if qu["failover/failed"] != 0 || qu["failover/quarantine_trips"] < 2 || qu["failover/quarantine_releases"] != qu["failover/quarantine_trips"] ||
+		qu["failover/quarantined_at_end"] != 0 {
+		t.Errorf("quarantine: %v failed, %v trips, %v releases, %v excluded at the end", qu["failover/failed"],
+			qu["failover/quarantine_trips"], qu["failover/quarantine_releases"], qu["failover/quarantined_at_end"])
 	}
 	tf := res("tcp-fallback")
 	if tf["failover/failed"] != 0 || tf["failover/tcp_sends"] == 0 || tf["failover/recovered_after"] <= 0 {

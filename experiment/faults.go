@@ -70,6 +70,8 @@ func FailoverConfig(s *scenarios.Scenario) (workloads.FailoverConfig, error) {
 	rc.ConnTimeout = simhostDuration(w.RPC.ConnectTimeout.Time())
 	rc.RequestTimeout = simhostDuration(w.RPC.RequestTimeout.Time())
 	rc.RetryProb, rc.MaxAttempts = w.RPC.RetryProb.Float64(), w.RPC.MaxAttempts
+	rc.Window, rc.ProbeInterval = simhostDuration(w.RPC.QuarantineWindow.Time()), simhostDuration(w.RPC.ProbeInterval.Time())
+	rc.MaxConnFailures, rc.MaxReqFailures = w.RPC.MaxConnFailures, w.RPC.MaxReqFailures
 	return workloads.FailoverConfig{Cluster: sc, Shards: w.Shards, Clients: w.Clients, Outstanding: w.Outstanding,
 		Response: int(w.Response.Size), Request: int(w.Request), HostsPerLeaf: w.HostsPerLeaf, Warmup: w.Warmup.Time(),
 		RPC: rc, Faults: FaultSpecs(s), Run: s.Duration.Time(), Seed: s.Seed, TCPFallback: w.TCPFallback}, nil
@@ -90,6 +92,11 @@ func FailoverResult(r *report.Result, cfg *workloads.FailoverConfig, res *worklo
 	r.Add("failover/resent", float64(res.Resent), "")
 	r.Add("failover/stranded", float64(res.Stranded), "")
 	r.Add("failover/tcp_sends", float64(res.TCPSends), "")
+	r.Add("failover/conn_failures", float64(res.ConnFailures), "")
+	r.Add("failover/req_failures", float64(res.ReqFailures), "")
+	r.Add("failover/quarantine_trips", float64(res.QuarantineTrips), "")
+	r.Add("failover/quarantine_releases", float64(res.QuarantineReleases), "")
+	r.Add("failover/quarantined_at_end", float64(res.QuarantinedAtEnd), "")
 	r.Add("failover/detected_after", ms(res.DetectedAfter), "ms")
 	r.Add("failover/recovered_after", ms(res.RecoveredAfter), "ms")
 	r.Add("failover/rate_before", res.BaseRate/ms(res.Bin), "fetches/ms") // per ms bin
@@ -106,8 +113,11 @@ func FailoverResult(r *report.Result, cfg *workloads.FailoverConfig, res *worklo
 		k string
 		v float64
 	}{{"fetches started", float64(res.Started)}, {"completed", float64(res.Completed)}, {"failed", float64(res.Failed)},
-		{"retried (request timeout)", float64(res.Retries)}, {"re-sent (engine error)", float64(res.Resent)},
-		{"outstanding at the end", float64(res.Stranded)}, {"sent over the TCP fallback", float64(res.TCPSends)}, {"detected after (ms)", ms(res.DetectedAfter)},
+		{"retried (request timeout)", float64(res.Retries)}, {"re-sent (after a timeout or an engine error)", float64(res.Resent)},
+		{"outstanding at the end", float64(res.Stranded)}, {"sent over the TCP fallback", float64(res.TCPSends)},
+		{"connection failures (summed over clients)", float64(res.ConnFailures)}, {"request failures", float64(res.ReqFailures)},
+		{"quarantine trips", float64(res.QuarantineTrips)}, {"quarantine releases", float64(res.QuarantineReleases)},
+		{"nodes quarantined at the end", float64(res.QuarantinedAtEnd)}, {"detected after (ms)", ms(res.DetectedAfter)},
 		{"first retried fetch answered after (ms)", ms(res.RecoveredAfter)},
 		{"rate before the fault (fetches/ms)", res.BaseRate / ms(res.Bin)},
 		{"rate back to 90% after (ms; 0 never dipped, -1 never back)", ms(res.RateRecoveredAfter)}} {

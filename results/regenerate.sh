@@ -17,6 +17,7 @@ go run ./cmd/besim run -q --out results/pfc-incast pfc-incast         # the same
 go run ./cmd/besim run -q --out results/dcqcn-fairness dcqcn-fairness # two DCQCN flows converge to equal shares
 go run ./cmd/besim run -q --out results/failover failover             # paper §7.2: a server crash, detection and failover
 go run ./cmd/besim run -q --out results/tcp-fallback tcp-fallback     # paper §7.2: RDMA black-holed, fallback to TCP
+go run ./cmd/besim run -q --out results/quarantine quarantine         # paper §7.2: the exclusion list fills and drains
 go run ./cmd/besim run -q --out results/pfc-storm pfc-storm           # a PFC storm contained by the watchdog
 # paper Table 4 (§6.3): servers before PFC per send window (bisection; ~45 s on 2 cores)
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
@@ -58,3 +59,5 @@ go run ./cmd/besim plot -series queue/ -title "PFC storm from host 0 at 10 ms: t
 go run ./cmd/besim plot -series failover/rate -title "Failover: server crash at 5 ms, fetches/ms" -o results/failover/rate.png results/failover/result.json
 go run ./cmd/besim plot -series failover/rate -title "TCP fallback: RoCE black-holed on client 0 at 5 ms, fetches/ms" \
 	-o results/tcp-fallback/rate.png results/tcp-fallback/result.json
+go run ./cmd/besim plot -series failover/rate -title "Quarantine: replica A crashes at 5 ms (back at 60 ms), replica B at 400 ms, fetches/ms" \
+	-o results/quarantine/rate.png results/quarantine/result.json

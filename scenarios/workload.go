@@ -201,6 +201,15 @@ type RPC struct {
 	RequestTimeout Duration `yaml:"request_timeout"` // Tr, default 40ms
 	RetryProb      Fraction `yaml:"retry_prob"`      // default 50% (the paper gives no value)
 	MaxAttempts    int      `yaml:"max_attempts"`    // default 3
+	// Quarantine (exclusion list): more than MaxConnFailures connection or
+	// MaxReqFailures request failures to a node within QuarantineWindow
+	// exclude it until the count slides back (paper: M=30, N=50, 5 min).
+	QuarantineWindow Duration `yaml:"quarantine_window"`
+	MaxConnFailures  int      `yaml:"max_conn_failures"`
+	MaxReqFailures   int      `yaml:"max_req_failures"`
+	// ProbeInterval is how often a node given up for RDMA is probed
+	// (default 30s; the paper gives no value).
+	ProbeInterval Duration `yaml:"probe_interval"`
 }
 
 // Keepalive is the ByteExpress keepalive (§7.1).
@@ -352,6 +361,10 @@ func (d *defaulter) workload() {
 		def(d, p+".rpc.request_timeout", &w.RPC.RequestTimeout, Duration(40*sim.Millisecond))
 		def(d, p+".rpc.retry_prob", &w.RPC.RetryProb, Fraction(0.5))
 		def(d, p+".rpc.max_attempts", &w.RPC.MaxAttempts, 3)
+		def(d, p+".rpc.quarantine_window", &w.RPC.QuarantineWindow, Duration(5*60*sim.Second))
+		def(d, p+".rpc.max_conn_failures", &w.RPC.MaxConnFailures, 30)
+		def(d, p+".rpc.max_req_failures", &w.RPC.MaxReqFailures, 50)
+		def(d, p+".rpc.probe_interval", &w.RPC.ProbeInterval, Duration(30*sim.Second))
 		if w.Keepalive == nil {
 			w.Keepalive = &Keepalive{}
 		}
@@ -579,6 +592,11 @@ func (v *validator) failover() {
 		v.bad(p+".rpc.retry_prob", "%v is not a probability (0 to 100%%)", r.RetryProb.Float64())
 	}
 	v.countRange(p+".rpc.max_attempts", r.MaxAttempts, 1, 100)
+	if r.QuarantineWindow <= 0 || r.ProbeInterval <= 0 {
+		v.bad(p+".rpc", "quarantine_window and probe_interval must be > 0")
+	}
+	v.countRange(p+".rpc.max_conn_failures", r.MaxConnFailures, 1, 1_000_000)
+	v.countRange(p+".rpc.max_req_failures", r.MaxReqFailures, 1, 1_000_000)
 	if k := w.Keepalive; k.Interval < 0 || k.Timeout < 0 || (k.Interval > 0 && k.Timeout < k.Interval) {
 		v.bad(p+".keepalive", "interval and timeout must be >= 0, timeout at least the interval")
 	}

@@ -60,8 +60,8 @@ type FailoverResult struct {
 	// DetectedAfter is from the first fault to the first failure the
 	// clients saw (an engine error, or a request timeout that retried).
 	DetectedAfter sim.Time
-	// RecoveredAfter is from the first fault to the first retried fetch
-	// answered (by a server other than a crashed one).
+	// RecoveredAfter is from the first fault to the first fetch answered
+	// after it had to be sent again (by a server other than a crashed one).
 	RecoveredAfter sim.Time
 	// Stranded are calls still outstanding at the end.
 	Stranded int
@@ -81,7 +81,17 @@ type FailoverResult struct {
 	Report             *fabric.Report
 	Events             uint64
 	TCPSends           int // attempts the RPC layer sent over the TCP fallback
-	Errors             []error
+	// Quarantine, summed over the clients (each keeps its own exclusion
+	// list): the connection and request failures it recorded, times a node
+	// entered and left it, and (client, node) pairs still excluded at the
+	// end.
+	ConnFailures, ReqFailures                             int
+	QuarantineTrips, QuarantineReleases, QuarantinedAtEnd int
+	// Served counts the fetches each host answered; LastServed is when it
+	// last did (relative to the faults' clock; -1: never).
+	Served     []int
+	LastServed []sim.Time
+	Errors     []error
 }
 
 // RunFailover runs the crash experiment.
@@ -124,6 +134,12 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 		return nil, fmt.Errorf("workloads: failover: request %d B is below the %d-byte RPC header", cfg.Request, rpc.HeaderSize)
 	}
 	sc := cfg.Cluster
+	if sc.BE.ConnectTimeout == 0 {
+		// Archon's connection timeout Tc bounds a new engine's exchange:
+		// the core reports the connect that misses it as an engine error,
+		// which the RPC layer takes as a connection failure (§7.2).
+		sc.BE.ConnectTimeout = cfg.RPC.ConnTimeout
+	}
 	if sc.Fabric.MTU == 0 {
 		sc.Fabric = fabric.DefaultConfig()
 	}
@@ -135,7 +151,7 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 	}
 	defer c.Close()
 	hs := c.Hosts()
-	x := &failover{cfg: &cfg, c: c, res: &FailoverResult{}, crashed: -1}
+	x := &failover{cfg: &cfg, c: c, res: &FailoverResult{Served: make([]int, len(hs)), LastServed: make([]sim.Time, len(hs))}, crashed: -1}
 	if cfg.TCPFallback {
 		if err := x.addTCP(); err != nil {
 			return nil, err
@@ -184,11 +200,14 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 		specs = []faults.Spec{{Kind: faults.HostCrash, At: cfg.CrashAt, Host: hpl, Switch: -1}}
 	}
 	x.crashAt = sim.Never
+	firstCrash := sim.Never
 	for i := range specs {
 		specs[i].At += t0
 		x.crashAt = min(x.crashAt, specs[i].At)
-		if specs[i].Kind == faults.HostCrash {
-			x.crashed = specs[i].Host
+		if specs[i].Kind == faults.HostCrash && specs[i].At < firstCrash {
+			// RecoveredAfter looks for answers from another host than the
+			// first one to crash.
+			x.crashed, firstCrash = specs[i].Host, specs[i].At
 		}
 	}
 	fh := make([]faults.Host, len(hs))
@@ -217,6 +236,20 @@ func RunFailover(cfg FailoverConfig) (*FailoverResult, error) {
 		r.Resent += fc.rpc.Resent
 		r.Stranded += fc.rpc.Outstanding()
 		r.TCPSends += fc.rpc.TCPSends
+		q := fc.rpc.Policy.Quarantine
+		q.Tick(simhost.CoreTime(c.Now())) // releases due by the end count
+		r.ConnFailures += q.Stats.ConnFailures
+		r.ReqFailures += q.Stats.ReqFailures
+		r.QuarantineTrips += q.Stats.Trips
+		r.QuarantineReleases += q.Stats.Releases
+		r.QuarantinedAtEnd += len(q.ExcludedNodes(simhost.CoreTime(c.Now())))
+	}
+	for i := range r.LastServed {
+		if r.Served[i] == 0 {
+			r.LastServed[i] = -1
+		} else {
+			r.LastServed[i] -= t0
+		}
 	}
 	return r, nil
 }
@@ -363,10 +396,14 @@ func (fc *failoverClient) response(hdr rpc.Header, from int, now sim.Time) {
 		return
 	}
 	x.res.Completed++
+	if from >= 0 {
+		x.res.Served[from]++
+		x.res.LastServed[from] = now
+	}
 	if b := int((now - x.t0) / x.cfg.Bin); b >= 0 && b < len(x.bins) {
 		x.bins[b]++
 	}
-	if x.res.RecoveredAfter == 0 && now > x.crashAt && from != x.crashed && comp.Attempts > 1 {
+	if x.res.RecoveredAfter == 0 && now > x.crashAt && from != x.crashed && comp.Sends > 1 {
 		x.res.RecoveredAfter = now - x.crashAt
 	}
 	fc.call()

@@ -56,9 +56,12 @@ type Dialer interface {
 
 // Completion is a finished call.
 type Completion struct {
-	ID        CallID
-	Shard     int
-	Attempts  int
+	ID       CallID
+	Shard    int
+	Attempts int
+	// Sends counts every time the call went out: retried attempts, and
+	// re-sends after an engine error (which start no new attempt).
+	Sends     int
 	Transport Transport // the transport of the last attempt
 	Err       error     // nil: answered
 }
@@ -76,8 +79,8 @@ type pending struct {
 	req   Request
 	op    byte
 	size  int
-	node  NodeID
-	trans Transport
+	to    Target // where the latest attempt went
+	sends int
 }
 
 // Client is the Archon-like request/response layer (paper §7.2) bound to
@@ -156,7 +159,7 @@ func (c *Client) send(id CallID, p *pending, d Decision, now time.Duration) erro
 				if try >= limit {
 					return fmt.Errorf("rpc: shard %d: %d connection attempts failed, last to node %d: %w", p.req.Shard, try+1, d.Node, err)
 				}
-				d = c.Policy.Selector.OnConnectFailed(p.req.Shard, now)
+				d = c.Policy.Selector.OnConnectFailed(p.req.Shard, d.Target(), now)
 				continue
 			}
 			c.conns[k] = conn
@@ -166,7 +169,8 @@ func (c *Client) send(id CallID, p *pending, d Decision, now time.Duration) erro
 		}
 		att, _ := c.Policy.Tracker.Attempts(id)
 		Header{Call: id, Attempt: uint32(att), Shard: uint32(p.req.Shard), Op: p.op}.Put(c.hdr[:])
-		p.node, p.trans = d.Node, d.Transport
+		p.to = d.Target()
+		p.sends++
 		return conn.Send(c.hdr[:], p.size)
 	}
 }
@@ -178,7 +182,7 @@ func (c *Client) finish(id CallID, err error) {
 	}
 	att, _ := c.Policy.Tracker.Attempts(id)
 	delete(c.calls, id)
-	c.done = append(c.done, Completion{ID: id, Shard: p.req.Shard, Attempts: max(att, 1), Transport: p.trans, Err: err})
+	c.done = append(c.done, Completion{ID: id, Shard: p.req.Shard, Attempts: max(att, 1), Sends: p.sends, Transport: p.to.Transport, Err: err})
 }
 
 // OnResponse handles a response header; it returns the completion, or ok
@@ -191,9 +195,9 @@ func (c *Client) OnResponse(h Header, now time.Duration) (Completion, bool) {
 	}
 	att, _ := c.Policy.Tracker.Attempts(h.Call)
 	c.Policy.Tracker.Complete(h.Call)
-	c.Policy.Selector.OnSuccess(p.req.Shard, now)
+	c.Policy.Selector.OnSuccess(p.to.Node, now)
 	delete(c.calls, h.Call)
-	return Completion{ID: h.Call, Shard: p.req.Shard, Attempts: att, Transport: p.trans}, true
+	return Completion{ID: h.Call, Shard: p.req.Shard, Attempts: att, Sends: p.sends, Transport: p.to.Transport}, true
 }
 
 // OnEngineError reports that the RDMA connection(s) to node failed
@@ -218,20 +222,27 @@ func (c *Client) onNodeFailure(node NodeID, now time.Duration, connect bool) []C
 		}
 	}
 	c.done = c.done[:0]
-	told := map[int]Decision{}
+	// One report per shard and connection (path): a node's engine error
+	// takes down every path to it at once.
+	type key struct {
+		shard int
+		to    Target
+	}
+	told := map[key]Decision{}
 	for _, id := range c.sortedCalls() {
 		p := c.calls[id]
-		if p.node != node || p.trans != RDMA {
+		if p.to.Node != node || p.to.Transport != RDMA {
 			continue
 		}
-		d, ok := told[p.req.Shard]
+		k := key{p.req.Shard, p.to}
+		d, ok := told[k]
 		if !ok {
 			if connect {
-				d = c.Policy.Selector.OnConnectFailed(p.req.Shard, now)
+				d = c.Policy.Selector.OnConnectFailed(p.req.Shard, p.to, now)
 			} else {
-				d = c.Policy.Selector.OnEngineError(p.req.Shard, now)
+				d = c.Policy.Selector.OnEngineError(p.req.Shard, p.to, now)
 			}
-			told[p.req.Shard] = d
+			told[k] = d
 		}
 		if !p.req.Idempotent || c.Policy.Tracker.cfg.AtMostOnce {
 			continue
@@ -274,6 +285,7 @@ func (c *Client) Tick(now time.Duration) []Completion {
 		if p == nil {
 			continue
 		}
+		c.Policy.Selector.OnRequestTimeout(p.req.Shard, p.to, now)
 		if o.Kind == Failed {
 			c.finish(o.ID, o.Err)
 			continue

@@ -49,7 +49,13 @@
 // RDMA one is SocketDialer, ByteExpress sockets of an Endpoint — with a
 // second Dialer as the TCP fallback, and acts on the Selector's decisions.
 // Keepalive (§7.1) is the core's job and enters here as OnEngineError.
-// Not modelled: a connection timeout Tc enforced by the client itself (a
-// connect that fails is reported by the core's own connect timeout, then
-// OnConnFailed).
+// Tc is not enforced by the client itself: the owner gives the core's
+// engines Tc as their connect timeout (workloads.RunFailover does), and a
+// connect that misses it comes back as an engine error.
+//
+// Failures are charged to where the attempt went (a Target: node, path,
+// transport), not to where the shard points now: attempts in flight to A
+// that time out after the shard moved to B count against A, and only a
+// failure of the current choice takes a step down the ladder, so the
+// attempts stuck on one dead path move it one step, not one per attempt.
 package rpc

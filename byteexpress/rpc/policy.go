@@ -44,17 +44,14 @@ func (p *Policy) NextDeadline() time.Duration {
 }
 
 // Tick runs the three machines at now: quarantine releases first, then call
-// timeouts, then due probes. Every timed-out attempt is also reported to the
-// Selector (OnRequestTimeout for the call's Request.Shard, which must be a
-// valid shard of the Service), so the caller re-sends a Retried call to
-// wherever Selector.Pick now says.
+// timeouts, then due probes. Only the caller knows where each timed-out
+// attempt went, so it reports every one of r.Calls to
+// Selector.OnRequestTimeout with that node before re-sending a Retried
+// call to wherever Selector.Pick then says (Client does this).
 func (p *Policy) Tick(now time.Duration) TickResult {
 	var r TickResult
 	r.Released = p.Quarantine.Tick(now)
 	r.Calls = p.Tracker.Tick(now)
-	for _, o := range r.Calls {
-		p.Selector.OnRequestTimeout(o.Shard, now)
-	}
 	r.Probes = p.Selector.Tick(now)
 	return r
 }

@@ -22,7 +22,8 @@ func TestPolicyDrive(t *testing.T) {
 	if p.NextDeadline() != byteexpress.Never {
 		t.Fatal("idle policy has a deadline")
 	}
-	if d := p.Selector.Pick(0, 0); d.Node != 10 {
+	d := p.Selector.Pick(0, 0)
+	if d.Node != 10 {
 		t.Fatalf("%+v", d)
 	}
 	p.Tracker.Start(Request{Shard: 0, Idempotent: true}, 0)
@@ -37,7 +38,8 @@ func TestPolicyDrive(t *testing.T) {
 		if len(r.Calls) != 1 {
 			t.Fatalf("tick %d: %+v", i, r)
 		}
-		d := p.Selector.Pick(0, now)
+		p.Selector.OnRequestTimeout(0, d.Target(), now)
+		d = p.Selector.Pick(0, now)
 		nodes = append(nodes, d.Node)
 	}
 	// Three timeouts walked path, path, replica: the call now targets 11.

@@ -217,39 +217,54 @@ func (s *Selector) choose(shard, skip int, now time.Duration, rdmaOnly bool) (in
 	return -1, false
 }
 
-// OnConnectFailed reports that connecting to shard's current replica failed
-// (e.g. no connection within Tc) and returns the next recovery step.
-func (s *Selector) OnConnectFailed(shard int, now time.Duration) Decision {
-	return s.onFailure(shard, now, true)
+// Target is where one attempt went: the Node and Path (and, for a
+// fallback attempt, Transport) of the Decision it was sent along.
+type Target struct {
+	Node      NodeID
+	Path      int
+	Transport Transport
+}
+
+// Target is where an attempt sent along d goes.
+func (d Decision) Target() Target { return Target{d.Node, d.Path, d.Transport} }
+
+// OnConnectFailed reports that connecting to t for shard failed (e.g. no
+// connection within Tc) and returns the next recovery step.
+func (s *Selector) OnConnectFailed(shard int, t Target, now time.Duration) Decision {
+	return s.onFailure(shard, t, now, true)
 }
 
 // OnEngineError reports a ByteExpress engine/connection error (QP error,
-// keepalive loss) on shard's current replica. It counts as a connection
+// keepalive loss) on t while it served shard. It counts as a connection
 // failure.
-func (s *Selector) OnEngineError(shard int, now time.Duration) Decision {
-	return s.onFailure(shard, now, true)
+func (s *Selector) OnEngineError(shard int, t Target, now time.Duration) Decision {
+	return s.onFailure(shard, t, now, true)
 }
 
-// OnRequestTimeout reports that a request to shard's current replica timed
-// out (Tr). It counts as a request failure.
-func (s *Selector) OnRequestTimeout(shard int, now time.Duration) Decision {
-	return s.onFailure(shard, now, false)
+// OnRequestTimeout reports that a request for shard sent to t timed out
+// (Tr). It counts as a request failure.
+func (s *Selector) OnRequestTimeout(shard int, t Target, now time.Duration) Decision {
+	return s.onFailure(shard, t, now, false)
 }
 
-func (s *Selector) onFailure(shard int, now time.Duration, conn bool) Decision {
-	r := s.cur[shard]
-	if r < 0 {
-		d := s.Pick(shard, now)
-		if d.Action == Fail {
-			return d
-		}
-		r = d.Replica
-	}
-	n := s.svc.Shards[shard][r].Node
+// onFailure charges the failure to the node the attempt went to, which is
+// not always the shard's current replica: attempts sent to A before an
+// earlier failure moved the shard to B time out later, and must count
+// against A (charging B would quarantine the healthy replica). Only a
+// failure of the current choice (replica, path and transport) walks the
+// ladder: the attempts in flight on the old path all time out together,
+// and one step is taken for them, not one per attempt. A stale failure
+// returns the current choice.
+func (s *Selector) onFailure(shard int, t Target, now time.Duration, conn bool) Decision {
+	n := t.Node
 	if conn {
 		s.q.ConnFailed(n, now)
 	} else {
 		s.q.ReqFailed(n, now)
+	}
+	r := s.cur[shard]
+	if r < 0 || s.decision(Use, shard, r).Target() != t {
+		return s.Pick(shard, now)
 	}
 	d := s.dest(n)
 	wasTCP := d.rdmaDown
@@ -295,11 +310,11 @@ func (s *Selector) markDown(n NodeID, now time.Duration) {
 	}
 }
 
-// OnSuccess reports a successful request to shard's current replica; it
-// resets that destination's path-change budget.
-func (s *Selector) OnSuccess(shard int, now time.Duration) {
-	if r := s.cur[shard]; r >= 0 {
-		s.dest(s.svc.Shards[shard][r].Node).pathTries = 0
+// OnSuccess reports a request answered by node; it resets that
+// destination's path-change budget.
+func (s *Selector) OnSuccess(node NodeID, now time.Duration) {
+	if d := s.dests[node]; d != nil {
+		d.pathTries = 0
 	}
 }
 

@@ -55,10 +55,10 @@ func TestRecoveryLadder(t *testing.T) {
 		{TCPFallback, 11, 0, TCP}, // 10 failed over TCP: next nearest, still TCP
 	}
 	now := time.Duration(0)
-	events := []func(int, time.Duration) Decision{sel.OnConnectFailed, sel.OnRequestTimeout, sel.OnEngineError}
+	events := []func(int, Target, time.Duration) Decision{sel.OnConnectFailed, sel.OnRequestTimeout, sel.OnEngineError}
 	for i, w := range want {
 		now += time.Millisecond
-		d := events[i%len(events)](0, now)
+		d = events[i%len(events)](0, d.Target(), now)
 		if d.Action != w.act || d.Node != w.node || d.Path != w.path || d.Transport != w.trans {
 			t.Fatalf("step %d: got %+v, want %+v", i, d, w)
 		}
@@ -72,12 +72,12 @@ func TestRecoveryLadder(t *testing.T) {
 func TestSuccessResetsPathBudget(t *testing.T) {
 	cfg := DefaultConfig()
 	sel := NewSelector(cfg, svc3(), 0, NewQuarantine(cfg))
-	sel.Pick(0, 0)
+	d := sel.Pick(0, 0)
 	for i := 0; i < 5; i++ {
-		if d := sel.OnRequestTimeout(0, 0); d.Action != PathChange {
+		if d = sel.OnRequestTimeout(0, d.Target(), 0); d.Action != PathChange {
 			t.Fatalf("iteration %d: %v", i, d.Action)
 		}
-		sel.OnSuccess(0, 0)
+		sel.OnSuccess(10, 0)
 	}
 }
 
@@ -86,7 +86,7 @@ func TestNoPathChangeWhenDisabled(t *testing.T) {
 	cfg.PathTries = 0
 	sel := NewSelector(cfg, svc3(), 0, NewQuarantine(cfg))
 	sel.Pick(0, 0)
-	if d := sel.OnConnectFailed(0, 0); d.Action != SwitchReplica || d.Node != 11 {
+	if d := sel.OnConnectFailed(0, Target{Node: 10}, 0); d.Action != SwitchReplica || d.Node != 11 {
 		t.Fatalf("%+v", d)
 	}
 }
@@ -107,7 +107,7 @@ func TestNearestReplicaFirst(t *testing.T) {
 		if d := sel.Pick(0, 0); d.Node != tc.first {
 			t.Errorf("local %d: first %v", tc.local, d.Node)
 		}
-		if d := sel.OnConnectFailed(0, 0); d.Action != SwitchReplica || d.Node != tc.nxt {
+		if d := sel.OnConnectFailed(0, Target{Node: tc.first}, 0); d.Action != SwitchReplica || d.Node != tc.nxt {
 			t.Errorf("local %d: next %+v", tc.local, d)
 		}
 	}
@@ -130,8 +130,8 @@ func TestQuarantinedReplicaSkipped(t *testing.T) {
 	if d := sel.Pick(1, time.Second); d.Node != 22 {
 		t.Fatalf("%+v", d)
 	}
-	sel.OnRequestTimeout(1, time.Second)
-	sel.OnEngineError(1, time.Second)
+	sel.OnRequestTimeout(1, Target{Node: 22}, time.Second)
+	sel.OnEngineError(1, Target{Node: 22}, time.Second)
 	if c, r := q.Counts(22, time.Second); c != 1 || r != 1 {
 		t.Fatal("selector failures not recorded in the quarantine")
 	}
@@ -155,7 +155,7 @@ func TestAllQuarantinedFails(t *testing.T) {
 	}
 	for name, d := range map[string]Decision{
 		"pick":    sel.Pick(0, 0),
-		"failure": sel.OnConnectFailed(0, 0),
+		"failure": sel.OnConnectFailed(0, Target{Node: 10}, 0),
 	} {
 		if d.Action != Fail || d.Replica != -1 || !strings.Contains(d.Reason, "all 3 replicas quarantined") {
 			t.Errorf("%s: %+v", name, d)
@@ -171,7 +171,7 @@ func TestFallbackProbing(t *testing.T) {
 		t.Fatal("deadline with nothing on TCP")
 	}
 	sel.Pick(0, 0)
-	d := sel.OnEngineError(0, time.Second)
+	d := sel.OnEngineError(0, Target{Node: 1}, time.Second)
 	if d.Action != TCPFallback || d.Node != 1 || d.Transport != TCP || !sel.OnTCP(1) {
 		t.Fatalf("%+v", d)
 	}
@@ -199,5 +199,41 @@ func TestFallbackProbing(t *testing.T) {
 	}
 	if d := sel.Pick(0, probe+cfg.ProbeInterval); d.Transport != RDMA || d.Action != Use {
 		t.Fatalf("%+v", d)
+	}
+}
+
+// A timeout reported after the shard moved on belongs to the node the
+// attempt went to: it is charged there and does not move the shard again.
+// The same holds for attempts on a path already abandoned.
+func TestStaleFailureChargedToItsNode(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PathTries = 0
+	q := NewQuarantine(cfg)
+	sel := NewSelector(cfg, svc3(), 0, q)
+	sel.Pick(0, 0)
+	if d := sel.OnRequestTimeout(0, Target{Node: 10}, 0); d.Action != SwitchReplica || d.Node != 11 {
+		t.Fatalf("first timeout %+v", d)
+	}
+	// Three more attempts that were in flight to 10 time out now.
+	for i := 0; i < 3; i++ {
+		if d := sel.OnRequestTimeout(0, Target{Node: 10}, 0); d.Action != Use || d.Node != 11 {
+			t.Fatalf("stale timeout %d moved the shard: %+v", i, d)
+		}
+	}
+	// Path: with two paths, the attempts on path 0 that time out after the
+	// first one moved the shard to path 1 take no further step.
+	cfg2 := DefaultConfig()
+	sel2 := NewSelector(cfg2, svc3(), 0, NewQuarantine(cfg2))
+	old := sel2.Pick(0, 0).Target()
+	if d := sel2.OnRequestTimeout(0, old, 0); d.Action != PathChange || d.Path != 1 {
+		t.Fatalf("path change %+v", d)
+	}
+	if d := sel2.OnRequestTimeout(0, old, 0); d.Action != Use || d.Node != 10 || d.Path != 1 {
+		t.Fatalf("stale path timeout %+v", d)
+	}
+	c10, r10 := q.Counts(10, 0)
+	c11, r11 := q.Counts(11, 0)
+	if c10 != 0 || r10 != 4 || c11 != 0 || r11 != 0 {
+		t.Fatalf("counts: node 10 %d/%d, node 11 %d/%d; want 0/4, 0/0", c10, r10, c11, r11)
 	}
 }
