@@ -58,6 +58,7 @@ type beNode struct {
 	ep      *byteexpress.Endpoint
 	pool    *bemalloc.Pool
 	ln      net.Listener
+	rctx    context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	handler atomic.Pointer[func(byteexpress.Event)]
@@ -92,12 +93,7 @@ func newBENode(ctx context.Context, id, bind, device string, cfg byteexpress.Con
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		_ = realtime.Serve(rctx, n.ln, n.ep, helloTimeout, log.Printf)
-	}()
+	n.rctx, n.cancel = rctx, cancel
 	for _, th := range n.ep.Threads() {
 		n.wg.Add(1)
 		go func() {
@@ -131,8 +127,21 @@ func (n *beNode) dispatch(ev byteexpress.Event) {
 
 func (n *beNode) setHandler(h func(byteexpress.Event)) { n.handler.Store(&h) }
 
+// listen makes the endpoint accept engines, then starts answering the
+// exchange. In this order a client that dials early waits in the
+// listener's backlog instead of being refused as "not listening".
+func (n *beNode) listen() {
+	n.ep.Listen()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = realtime.Serve(n.rctx, n.ln, n.ep, helloTimeout, log.Printf)
+	}()
+}
+
 func (n *beNode) close() error {
 	n.cancel()
+	_ = n.ln.Close() // Serve closes it too; a client never started Serve
 	n.wg.Wait()
 	return errors.Join(n.ep.Close(), n.pool.Close())
 }
@@ -214,6 +223,9 @@ type psPeer struct {
 	s     psServed
 	rng   *rand.Rand
 	ended bool
+	// reply is reused for this client's answers over verbs (under the
+	// server's lock, until copied into registered memory).
+	reply []byte
 }
 
 // runServerBE is ps-server over verbs: the same answers as runServer, one
@@ -239,25 +251,28 @@ func (r *ps) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 				c = &psPeer{rng: sim.Stream(r.cfg.Seed, fmt.Sprintf("ps/server%d/%s", r.idx, ev.Remote))}
 				clients[ev.Remote] = c
 			}
-			reply, err := r.answer(c, ev.Buf.Bytes()[:ev.Len], nil)
+			reply, err := r.answer(c, ev.Buf.Bytes()[:ev.Len], c.reply)
+			var out byteexpress.Buffer
+			if err == nil {
+				c.reply = reply
+				if c.ended {
+					if ended++; ended == want {
+						close(done)
+					}
+				}
+				// Into registered memory while mu still guards c.reply.
+				if out, err = n.ep.Allocate(len(reply)); err == nil {
+					copy(out.Bytes(), reply)
+				}
+			}
 			if err != nil && len(errs) < 8 {
 				errs = append(errs, fmt.Errorf("%s: %w", ev.Remote, err))
-			}
-			if err == nil && c.ended {
-				if ended++; ended == want {
-					close(done)
-				}
 			}
 			mu.Unlock()
 			_ = n.ep.Free(ev.Buf)
 			if err != nil {
 				return
 			}
-			out, err := n.ep.Allocate(len(reply))
-			if err != nil {
-				return
-			}
-			copy(out.Bytes(), reply)
 			if err := ev.Socket.Send(out, len(reply)); err != nil {
 				_ = n.ep.Free(out)
 			}
@@ -271,7 +286,7 @@ func (r *ps) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 			mu.Unlock()
 		}
 	})
-	n.ep.Listen()
+	n.listen()
 	var err error
 	limit := time.NewTimer(time.Until(spec.End()) + helloTimeout)
 	defer limit.Stop()

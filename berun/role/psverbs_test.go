@@ -20,17 +20,7 @@ import (
 func TestPSRolesOverVerbs(t *testing.T) {
 	fnet := fakeverbs.New(fakeverbs.Config{Latency: 5000})
 	start := time.Now()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			fnet.Advance(time.Since(start).Nanoseconds())
-			time.Sleep(10 * time.Microsecond)
-		}
-	}()
-	defer func() { cancel(); wg.Wait() }()
+	defer fnet.RunClock(func() int64 { return time.Since(start).Nanoseconds() }, 10*time.Microsecond)()
 	old := OpenVerbs
 	var mu sync.Mutex
 	n := 0

@@ -80,14 +80,7 @@ func TestTCPConnector(t *testing.T) {
 		}
 		return ep
 	}
-	runWG.Add(1)
-	go func() {
-		defer runWG.Done()
-		for ctx.Err() == nil {
-			fnet.Advance(clock.Now().Nanoseconds())
-			time.Sleep(5 * time.Microsecond)
-		}
-	}()
+	stopNIC := fnet.RunClock(func() int64 { return clock.Now().Nanoseconds() }, 5*time.Microsecond)
 	a := mk("a", true)
 	mk("b", true)
 	mk("c", false) // does not listen: a's dial to it is refused
@@ -144,6 +137,7 @@ func TestTCPConnector(t *testing.T) {
 	}
 	cancel()
 	runWG.Wait()
+	stopNIC()
 	serveWG.Wait()
 	logMu.Lock()
 	defer logMu.Unlock()

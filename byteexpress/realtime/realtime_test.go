@@ -57,16 +57,8 @@ func TestRunWallClock(t *testing.T) {
 	b, poolB := mk("b")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	// The "NIC": advance the fake network with the wall clock.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			net.Advance(clock.Now().Nanoseconds())
-			time.Sleep(5 * time.Microsecond)
-		}
-	}()
+	stopNIC := net.RunClock(func() int64 { return clock.Now().Nanoseconds() }, 5*time.Microsecond)
 	const socks, msgs = 4, 50
 	received := make(chan [2]uint64, socks*msgs)
 	var freeWG sync.WaitGroup
@@ -136,7 +128,7 @@ func TestRunWallClock(t *testing.T) {
 	}
 	cancel()
 	runners.Wait()
-	wg.Wait()
+	stopNIC()
 	freeWG.Wait()
 	a.Close()
 	b.Close()

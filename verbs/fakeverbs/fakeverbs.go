@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/besim/besim/verbs"
@@ -974,4 +975,27 @@ func (q *QP) toError() {
 		q.rcq.add(verbs.WC{WRID: r.id, Status: verbs.WCWRFlushErr, QPN: q.qpn})
 		n.stats.Flushes++
 	}
+}
+
+// RunClock advances the network to now() every period in a goroutine, for
+// tests that drive the core in real time (byteexpress/realtime, berun):
+// the in-memory NIC then moves data as a device would while the I/O
+// threads poll. The returned stop ends the goroutine and waits for it.
+func (n *Network) RunClock(now func() int64, period time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			n.Advance(now())
+			time.Sleep(period)
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
