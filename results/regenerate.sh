@@ -6,8 +6,8 @@
 # takes about two minutes on 2 cores, most of it the two Table 4 searches.
 set -eu
 # The production-scale runs (results/production, paper Tables 5-7) take
-# about 25 minutes and 10 GB on 2 cores (the 1 s TCP training run alone 10
-# minutes): run this script with PRODUCTION=1 to include them.
+# about 50 minutes and 10 GB on 2 cores (the 1 s TCP training run alone 10
+# minutes, the wide TCP run 15): run this script with PRODUCTION=1 to include them.
 cd "$(dirname "$0")/.."
 
 go run ./cmd/besim run -q --out results/table2 table2                 # paper Table 2 (§5.1)
@@ -53,6 +53,17 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 		--metrics "$T,rnic/naks" -o results/production/training-rdma.json training
 	go run ./cmd/besim sweep -q -jobs 1 --set duration=1s --set workload.transport=tcp \
 		--metrics "$T,tcp/loss,tcp/retransmits,tcp/timeouts" -o results/production/training-tcp.json training
+	# Table 7, wide variant: every trainer fetches and pushes 124 shards per
+	# iteration (about one per server), the incast of Table 4 at 124 and
+	# 346 senders. RDMA over four windows, 25 ms measured (~7 minutes,
+	# 8 GB); TCP collapses into minimum-RTO stalls and needs seconds.
+	W='push/count,push/p50,push/p99,push/incomplete,iteration/count,iteration/p50,iteration/p99,fetch/count,fetch/p50,fetch/p99,fetch/incomplete,client/goodput,server/goodput'
+	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=30ms --set workload.warmup=5ms \
+		--set workload.window=none,16KiB,8KiB,4KiB --metrics "$W,pfc/frames_tx,pfc/frames_tx_interval,pfc/host_paused_interval,rnic/naks,fabric/ecn_marks" \
+		-o results/production/training-rdma-wide.json training
+	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=3s --set workload.warmup=5ms \
+		--set workload.transport=tcp --metrics "$W,fabric/drops,tcp/loss,tcp/retransmits,tcp/timeouts" \
+		-o results/production/training-tcp-wide.json training
 fi
 go run ./cmd/besim plot -series queue/ -title "PFC storm from host 0 at 10 ms: the queue towards it (watchdog trips at 110 ms)" \
 	-o results/pfc-storm/queues.png results/pfc-storm/result.json
