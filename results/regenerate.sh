@@ -64,6 +64,11 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=3s --set workload.warmup=5ms \
 		--set workload.transport=tcp --metrics "$W,fabric/drops,tcp/loss,tcp/retransmits,tcp/timeouts" \
 		-o results/production/training-tcp-wide.json training
+	# The same with loss-based NewReno instead of DCTCP (~1 minute): its loss
+	# rate is the paper's TCP loss indicator (1-4%).
+	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=3s --set workload.warmup=5ms \
+		--set workload.transport=tcp --set workload.tcp.cc=newreno --metrics "$W,fabric/drops,tcp/loss,tcp/retransmits,tcp/timeouts" \
+		-o results/production/training-tcp-wide-newreno.json training
 fi
 go run ./cmd/besim plot -series queue/ -title "PFC storm from host 0 at 10 ms: the queue towards it (watchdog trips at 110 ms)" \
 	-o results/pfc-storm/queues.png results/pfc-storm/result.json
