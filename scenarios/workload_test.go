@@ -145,7 +145,12 @@ func TestFaultsSection(t *testing.T) {
 	if err != nil || *st.Faults[0].Prio != 3 {
 		t.Fatalf("pfc-storm: %v", err)
 	}
+	q, err := Load("quarantine")
+	if err != nil || q.Workload.RPC.MaxReqFailures != 5 || q.Workload.RPC.MaxConnFailures != 30 || q.Workload.RPC.QuarantineWindow != Duration(150*sim.Millisecond) {
+		t.Fatalf("quarantine: %v %+v", err, q.Workload.RPC)
+	}
 	fo, _ := builtinFS.ReadFile("builtin/failover.yaml")
+	qu, _ := builtinFS.ReadFile("builtin/quarantine.yaml")
 	storm, _ := builtinFS.ReadFile("builtin/pfc-storm.yaml")
 	for _, c := range []struct {
 		src      []byte
@@ -162,6 +167,9 @@ func TestFaultsSection(t *testing.T) {
 		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-down, at: 5ms, host: 1, switch: 1, port: 2}", "give a host, or a switch and a port, not both"},
 		{fo, "  clients: 2", "  clients: 2\n  fan_out: 3", "workload.fan_out: not used by kind failover"},
 		{fo, "response: {dist: fixed, size: 16KiB}", "response: {dist: lognormal, mean: 16KiB, p99: 32KiB}", "a failover response is {dist: fixed, size}"},
+		{qu, "max_req_failures: 5", "max_req_failures: 0", "workload.rpc.max_req_failures"},
+		{qu, "quarantine_window: 150ms", "quarantine_window: 0s", "workload.rpc.quarantine_window: 0s is not allowed"},
+		{qu, "probe_interval: 50ms", "probe_intervall: 50ms", "probe_intervall"},
 		{storm, "{kind: pfc-storm, at: 10ms, host: 0, prio: 3}", "{kind: host-crash, at: 10ms, host: 0}", "host-crash needs hosts with the RPC recovery layer: use workload kind failover"},
 	} {
 		_, err := Parse("f.yaml", []byte(strings.Replace(string(c.src), c.old, c.new, 1)))
