@@ -85,44 +85,39 @@ func FailoverResult(r *report.Result, cfg *workloads.FailoverConfig, res *worklo
 		}
 		return t.Seconds() * 1e3
 	}
-	r.Add("failover/started", float64(res.Started), "")
-	r.Add("failover/completed", float64(res.Completed), "")
-	r.Add("failover/failed", float64(res.Failed), "")
-	r.Add("failover/retried", float64(res.Retries), "")
-	r.Add("failover/resent", float64(res.Resent), "")
-	r.Add("failover/stranded", float64(res.Stranded), "")
-	r.Add("failover/tcp_sends", float64(res.TCPSends), "")
-	r.Add("failover/conn_failures", float64(res.ConnFailures), "")
-	r.Add("failover/req_failures", float64(res.ReqFailures), "")
-	r.Add("failover/quarantine_trips", float64(res.QuarantineTrips), "")
-	r.Add("failover/quarantine_releases", float64(res.QuarantineReleases), "")
-	r.Add("failover/quarantined_at_end", float64(res.QuarantinedAtEnd), "")
-	r.Add("failover/detected_after", ms(res.DetectedAfter), "ms")
-	r.Add("failover/recovered_after", ms(res.RecoveredAfter), "ms")
-	r.Add("failover/rate_before", res.BaseRate/ms(res.Bin), "fetches/ms") // per ms bin
-	r.Add("failover/rate_recovered_after", ms(res.RateRecoveredAfter), "ms")
+	// One list feeds both the metrics and the table, in the same order.
+	tbl := report.Table{Name: "failover", Title: "Recovery (paper §7.2): fetches through the RPC layer, times after the first fault",
+		KeyName: "what", Columns: []report.Column{{Name: "value"}}}
+	for _, m := range []struct {
+		metric, unit, row string
+		v                 float64
+	}{
+		{"started", "", "fetches started", float64(res.Started)},
+		{"completed", "", "completed", float64(res.Completed)},
+		{"failed", "", "failed", float64(res.Failed)},
+		{"retried", "", "retried (request timeout)", float64(res.Retries)},
+		{"resent", "", "re-sent (after a timeout or an engine error)", float64(res.Resent)},
+		{"stranded", "", "outstanding at the end", float64(res.Stranded)},
+		{"tcp_sends", "", "sent over the TCP fallback", float64(res.TCPSends)},
+		{"conn_failures", "", "connection failures (summed over clients)", float64(res.ConnFailures)},
+		{"req_failures", "", "request failures", float64(res.ReqFailures)},
+		{"quarantine_trips", "", "quarantine trips", float64(res.QuarantineTrips)},
+		{"quarantine_releases", "", "quarantine releases", float64(res.QuarantineReleases)},
+		{"quarantined_at_end", "", "nodes quarantined at the end", float64(res.QuarantinedAtEnd)},
+		{"detected_after", "ms", "detected after (ms)", ms(res.DetectedAfter)},
+		{"recovered_after", "ms", "first retried fetch answered after (ms)", ms(res.RecoveredAfter)},
+		{"rate_before", "fetches/ms", "rate before the fault (fetches/ms)", res.BaseRate / ms(res.Bin)}, // per ms bin
+		{"rate_recovered_after", "ms", "rate back to 90% after (ms; 0 never dipped, -1 never back)", ms(res.RateRecoveredAfter)},
+	} {
+		r.Add("failover/"+m.metric, m.v, m.unit)
+		tbl.AddRow(m.row, m.v)
+	}
 	ser := report.Series{Name: "failover/rate", Unit: "fetches/ms"}
 	for i, v := range res.Rate {
 		ser.T = append(ser.T, (sim.Time(i+1) * res.Bin).Seconds())
 		ser.V = append(ser.V, float64(v)/ms(res.Bin))
 	}
 	r.Series = append(r.Series, ser)
-	tbl := report.Table{Name: "failover", Title: "Recovery (paper §7.2): fetches through the RPC layer, times after the first fault",
-		KeyName: "what", Columns: []report.Column{{Name: "value"}}}
-	for _, row := range []struct {
-		k string
-		v float64
-	}{{"fetches started", float64(res.Started)}, {"completed", float64(res.Completed)}, {"failed", float64(res.Failed)},
-		{"retried (request timeout)", float64(res.Retries)}, {"re-sent (after a timeout or an engine error)", float64(res.Resent)},
-		{"outstanding at the end", float64(res.Stranded)}, {"sent over the TCP fallback", float64(res.TCPSends)},
-		{"connection failures (summed over clients)", float64(res.ConnFailures)}, {"request failures", float64(res.ReqFailures)},
-		{"quarantine trips", float64(res.QuarantineTrips)}, {"quarantine releases", float64(res.QuarantineReleases)},
-		{"nodes quarantined at the end", float64(res.QuarantinedAtEnd)}, {"detected after (ms)", ms(res.DetectedAfter)},
-		{"first retried fetch answered after (ms)", ms(res.RecoveredAfter)},
-		{"rate before the fault (fetches/ms)", res.BaseRate / ms(res.Bin)},
-		{"rate back to 90% after (ms; 0 never dipped, -1 never back)", ms(res.RateRecoveredAfter)}} {
-		tbl.AddRow(row.k, row.v)
-	}
 	r.Tables = append(r.Tables, tbl)
 	r.Notes = append(r.Notes, fmt.Sprintf("layout: clients are hosts 0..%d; replica A of shard s is host %d+s, replica B host %d+s",
 		cfg.Clients-1, max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf), 2*max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf)))

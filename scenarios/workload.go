@@ -585,16 +585,18 @@ func (v *validator) failover() {
 		}
 	}
 	r := w.RPC
-	if r.ConnectTimeout <= 0 || r.RequestTimeout <= 0 {
-		v.bad(p+".rpc", "connect_timeout and request_timeout must be > 0")
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"connect_timeout", r.ConnectTimeout}, {"request_timeout", r.RequestTimeout}, {"quarantine_window", r.QuarantineWindow}, {"probe_interval", r.ProbeInterval}} {
+		if d.v <= 0 {
+			v.bad(p+".rpc."+d.key, "must be > 0")
+		}
 	}
 	if r.RetryProb < 0 || r.RetryProb > 1 {
 		v.bad(p+".rpc.retry_prob", "%v is not a probability (0 to 100%%)", r.RetryProb.Float64())
 	}
 	v.countRange(p+".rpc.max_attempts", r.MaxAttempts, 1, 100)
-	if r.QuarantineWindow <= 0 || r.ProbeInterval <= 0 {
-		v.bad(p+".rpc", "quarantine_window and probe_interval must be > 0")
-	}
 	v.countRange(p+".rpc.max_conn_failures", r.MaxConnFailures, 1, 1_000_000)
 	v.countRange(p+".rpc.max_req_failures", r.MaxReqFailures, 1, 1_000_000)
 	if k := w.Keepalive; k.Interval < 0 || k.Timeout < 0 || (k.Interval > 0 && k.Timeout < k.Interval) {
