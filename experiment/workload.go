@@ -307,10 +307,10 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 	t := res.Report.Totals
 	r.Add("workload/servers", float64(cfg.Servers), "")
 	r.Add("workload/window", float64(cfg.Cluster.BE.Cwnd), "bytes")
-	tbl := report.Table{Name: "ps", Title: "Parameter-server cluster (paper §2.1): latency of user requests, fetch sub-requests, training iterations",
+	tbl := report.Table{Name: "ps", Title: "Parameter-server cluster (paper §2.1): latency of user requests, fetch sub-requests, pushes, training iterations and their whole fetch and push phases",
 		KeyName: "what", Columns: []report.Column{{Name: "count"}, {Name: "completed in interval"}, {Name: "mean", Unit: "us"},
 			{Name: "P50", Unit: "us"}, {Name: "P99", Unit: "us"}, {Name: "max", Unit: "us"}}}
-	for _, h := range []struct {
+	type row struct {
 		name string
 		h    interface {
 			Count() int64
@@ -320,7 +320,12 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 			Max() int64
 		}
 		done int64
-	}{{"user", res.UserLatency, res.UserRequests}, {"fetch", res.SubLatency, -1}, {"push", res.PushLatency, -1}, {"iteration", res.IterTime, res.Iterations}} {
+	}
+	rows := []row{{"user", res.UserLatency, res.UserRequests}, {"fetch", res.SubLatency, -1}, {"push", res.PushLatency, -1}, {"iteration", res.IterTime, res.Iterations}}
+	if cfg.Trainers > 0 {
+		rows = append(rows, row{"fetch_phase", res.FetchPhase, -1}, row{"push_phase", res.PushPhase, -1})
+	}
+	for _, h := range rows {
 		r.Add(h.name+"/count", float64(h.h.Count()), "")
 		r.Add(h.name+"/p50", float64(h.h.P50())/1e3, "us")
 		r.Add(h.name+"/p99", float64(h.h.P99())/1e3, "us")

@@ -42,7 +42,7 @@ done
 
 if [ "${PRODUCTION:-0}" = 1 ]; then
 	C='fetch/count,fetch/p50,fetch/p99,fetch/incomplete,client/goodput,server/goodput,cpu/client_total,cpu/client_softirq,cpu/client_sys,cpu/client_user,cpu/server_total,cpu/server_softirq,cpu/server_sys,cpu/server_user,fabric/drops,fabric/ecn_marks,pfc/frames_tx,pfc/frames_tx_interval,pfc/host_paused_interval'
-	T="push/count,push/p50,push/p99,push/incomplete,iteration/count,$C"
+	T="push/count,push/p50,push/p99,push/incomplete,iteration/count,fetch_phase/p50,fetch_phase/p99,push_phase/p50,push_phase/p99,$C"
 	go run ./cmd/besim sweep -q -jobs 2 --set workload.rate=2000,5000,10000 --set workload.transport=rdma,tcp \
 		--metrics "user/count,user/p50,user/p99,user/dropped,$C,tcp/loss,tcp/timeouts" -o results/production/inference.json inference
 	# Table 7: the training scenario as shipped (8 shards per iteration) and
@@ -57,7 +57,7 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 	# iteration (about one per server), the incast of Table 4 at 124 and
 	# 346 senders. RDMA over four windows, 25 ms measured (~7 minutes,
 	# 8 GB); TCP collapses into minimum-RTO stalls and needs seconds.
-	W='push/count,push/p50,push/p99,push/incomplete,iteration/count,iteration/p50,iteration/p99,fetch/count,fetch/p50,fetch/p99,fetch/incomplete,client/goodput,server/goodput'
+	W='push/count,push/p50,push/p99,push/incomplete,iteration/count,iteration/p50,iteration/p99,fetch/count,fetch/p50,fetch/p99,fetch/incomplete,fetch_phase/p50,fetch_phase/p99,push_phase/p50,push_phase/p99,client/goodput,server/goodput'
 	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=30ms --set workload.warmup=5ms \
 		--set workload.window=none,16KiB,8KiB,4KiB --metrics "$W,pfc/frames_tx,pfc/frames_tx_interval,pfc/host_paused_interval,rnic/naks,fabric/ecn_marks" \
 		-o results/production/training-rdma-wide.json training

@@ -61,12 +61,17 @@ type PSConfig struct {
 
 // PSResult is what one PS-cluster run measured.
 type PSResult struct {
-	UserLatency  *metrics.Histogram // ranker user requests, ns (started in the interval)
-	SubLatency   *metrics.Histogram // fetch sub-requests (rankers and trainers), ns
-	PushLatency  *metrics.Histogram // trainer pushes, until acknowledged, ns
-	IterTime     *metrics.Histogram // trainer iterations, ns
-	UserRequests int64              // completed in the interval
-	UserDropped  int64              // open-loop arrivals in the interval that found every slot busy
+	UserLatency *metrics.Histogram // ranker user requests, ns (started in the interval)
+	SubLatency  *metrics.Histogram // fetch sub-requests (rankers and trainers), ns
+	PushLatency *metrics.Histogram // trainer pushes, until acknowledged, ns
+	IterTime    *metrics.Histogram // trainer iterations, ns
+	// FetchPhase and PushPhase are a trainer's whole Fetch and Push (ns):
+	// from the first sub-request sent to the last answer, so one slow
+	// server makes the phase slow. Started in the interval; a phase still
+	// open at its end is in at its age then (a lower bound).
+	FetchPhase, PushPhase *metrics.Histogram
+	UserRequests          int64 // completed in the interval
+	UserDropped           int64 // open-loop arrivals in the interval that found every slot busy
 	// FetchIncomplete and PushIncomplete count the sub-requests sent in the
 	// interval and still unanswered at its end (a TCP flow waiting for its
 	// retransmission timeout, say). They are in SubLatency and PushLatency
@@ -168,7 +173,8 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 	}
 	sc.Fabric.Seed = cfg.Seed
 	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: 1}
-	r := &psRun{cfg: &cfg, user: metrics.New(3), sub: metrics.New(3), push: metrics.New(3), iter: metrics.New(3)}
+	r := &psRun{cfg: &cfg, user: metrics.New(3), sub: metrics.New(3), push: metrics.New(3), iter: metrics.New(3),
+		fetchPhase: metrics.New(3), pushPhase: metrics.New(3)}
 	r.shardServer = ShardServers(cfg.Shards, cfg.Servers)
 	var err error
 	if cfg.Transport == TCP {
@@ -204,7 +210,7 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 	cpu1 := r.cpu()
 	r.censor()
 	sec := cfg.Measure.Seconds()
-	res := &PSResult{FetchIncomplete: r.fetchOpen, PushIncomplete: r.pushOpen, UserLatency: r.user, SubLatency: r.sub, PushLatency: r.push, IterTime: r.iter, UserRequests: r.users, UserDropped: r.dropped, Iterations: r.iters,
+	res := &PSResult{FetchIncomplete: r.fetchOpen, PushIncomplete: r.pushOpen, UserLatency: r.user, SubLatency: r.sub, PushLatency: r.push, IterTime: r.iter, FetchPhase: r.fetchPhase, PushPhase: r.pushPhase, UserRequests: r.users, UserDropped: r.dropped, Iterations: r.iters,
 		ClientGbps: float64(crx1-crx0) * 8 / sec / 1e9, ServerGbps: float64(srx1-srx0) * 8 / sec / 1e9}
 	for i := range res.CPU {
 		res.CPU[i] = cpu1[i].minus(cpu0[i]).per(cfg.Measure, i, len(r.clients), cfg.Servers)
@@ -334,6 +340,7 @@ type psRun struct {
 	net                   *fabric.Network
 	from, to              sim.Time
 	user, sub, push, iter *metrics.Histogram
+	fetchPhase, pushPhase *metrics.Histogram
 	users, iters, dropped int64
 	fetchOpen, pushOpen   int64
 	shardServer           []int
@@ -444,12 +451,15 @@ func (r *psRun) censor() {
 			if sl.pending == 0 {
 				continue
 			}
-			at, h, n := sl.start, r.sub, &r.fetchOpen
+			at, h, n, phase := sl.start, r.sub, &r.fetchOpen, r.fetchPhase
 			if sl.push {
-				at, h, n = sl.pushAt, r.push, &r.pushOpen
+				at, h, n, phase = sl.pushAt, r.push, &r.pushOpen, r.pushPhase
 			}
 			if at < r.from || at >= r.to {
 				continue
+			}
+			if pc.trainer {
+				phase.Record(int64((r.to - at) / sim.Nanosecond))
 			}
 			for range sl.pending {
 				h.Record(int64((r.to - at) / sim.Nanosecond))
@@ -635,8 +645,14 @@ func (pc *psClient) response(slot int, sent sim.Time, op byte, now sim.Time) boo
 	}
 	switch {
 	case pc.trainer && !sl.push:
+		if sl.start >= r.from && sl.start < r.to {
+			r.fetchPhase.Record(int64((now - sl.start) / sim.Nanosecond))
+		}
 		pc.timer.Set(now + r.cfg.Compute)
 	case pc.trainer:
+		if sl.pushAt >= r.from && sl.pushAt < r.to {
+			r.pushPhase.Record(int64((now - sl.pushAt) / sim.Nanosecond))
+		}
 		if sl.start >= r.from && sl.start < r.to {
 			r.iter.Record(int64((now - sl.start) / sim.Nanosecond))
 		}

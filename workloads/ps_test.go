@@ -107,3 +107,54 @@ func TestPSOverTCP(t *testing.T) {
 		}
 	}
 }
+
+// A trainer's fetch (push) phase is the slowest of its sub-requests
+// (pushes), all sent at the phase's start: with trainers only, the phases'
+// maximum is the sub-requests' maximum, no phase is faster than the
+// fastest sub-request, and there are between 1/TrainerShards and 1 phase
+// per sub-request. With one server every phase is one sub-request, so the
+// two histograms are the same. Over both transports.
+func TestPSTrainerPhases(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		transport string
+		servers   int
+	}{{"rdma", RDMA, 8}, {"tcp", TCP, 8}, {"rdma one server", RDMA, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := psCfg()
+			c.Transport, c.Rankers, c.Trainers, c.Servers, c.TrainerShards = tc.transport, 0, 4, tc.servers, 8
+			r, err := RunPS(c)
+			if err != nil || len(r.Errors) > 0 {
+				t.Fatalf("%v %v", err, r.Errors)
+			}
+			t.Logf("fetch phase p50/p99 %d/%d us (sub %d/%d), push phase %d/%d us (push %d/%d), %d iterations",
+				r.FetchPhase.P50()/1000, r.FetchPhase.P99()/1000, r.SubLatency.P50()/1000, r.SubLatency.P99()/1000,
+				r.PushPhase.P50()/1000, r.PushPhase.P99()/1000, r.PushLatency.P50()/1000, r.PushLatency.P99()/1000, r.Iterations)
+			for _, p := range []struct {
+				name       string
+				phase, sub interface {
+					Count() int64
+					Min() int64
+					Max() int64
+					P50() int64
+					P99() int64
+				}
+			}{{"fetch", r.FetchPhase, r.SubLatency}, {"push", r.PushPhase, r.PushLatency}} {
+				ph, sub := p.phase, p.sub
+				switch {
+				case ph.Count() == 0:
+					t.Errorf("%s: no phases", p.name)
+				case ph.Max() != sub.Max():
+					t.Errorf("%s: slowest phase %d ns, slowest sub-request %d ns", p.name, ph.Max(), sub.Max())
+				case ph.Min() < sub.Min():
+					t.Errorf("%s: a phase (%d ns) faster than every sub-request (%d ns)", p.name, ph.Min(), sub.Min())
+				case ph.Count() > sub.Count() || ph.Count()*int64(c.TrainerShards) < sub.Count():
+					t.Errorf("%s: %d phases for %d sub-requests of at most %d servers", p.name, ph.Count(), sub.Count(), c.TrainerShards)
+				case tc.servers == 1 && (ph.Count() != sub.Count() || ph.P50() != sub.P50() || ph.P99() != sub.P99()):
+					t.Errorf("%s, one server: phases %d/%d/%d, sub-requests %d/%d/%d (count/p50/p99)", p.name,
+						ph.Count(), ph.P50(), ph.P99(), sub.Count(), sub.P50(), sub.P99())
+				}
+			}
+		})
+	}
+}

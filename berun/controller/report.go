@@ -15,7 +15,8 @@ import (
 // Report turns a run into the result format besim writes (package report),
 // so that `besim compare SIM.json HW.json` puts a simulation next to a
 // hardware run of the same scenario. Parameter-server runs get besim's
-// ps-cluster metric names (user/, fetch/, iteration/ percentiles in us,
+// ps-cluster metric names (user/, fetch/, push/, iteration/ and, with
+// trainers, fetch_phase/ and push_phase/ percentiles in us,
 // client/ and server/ goodput in Gbps); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
 // and nak/ totals, and where they did not a note says so instead of a zero.
@@ -47,6 +48,8 @@ func Report(rf *ResultFile) *report.Result {
 
 func psReport(r *report.Result, rf *ResultFile) {
 	user, fetch, iter := metrics.New(3), metrics.New(3), metrics.New(3)
+	push, fetchPhase, pushPhase := metrics.New(3), metrics.New(3), metrics.New(3)
+	trainers := 0
 	var servers, clients int
 	var rxBytes, serverRx, users, iters, sent, got float64
 	measured := 0.0
@@ -69,7 +72,14 @@ func psReport(r *report.Result, rf *ResultFile) {
 				}
 				// Same digits on both sides by construction; a mismatch is a
 				// corrupt result, reported rather than merged.
-				for _, m := range [][2]*metrics.Histogram{{user, d.User}, {fetch, d.Fetch}, {iter, d.Iteration}} {
+				if ro.Metrics["trainer"] == 1 {
+					trainers++
+				}
+				for _, m := range [][2]*metrics.Histogram{{user, d.User}, {fetch, d.Fetch}, {iter, d.Iteration},
+					{push, d.Push}, {fetchPhase, d.FetchPhase}, {pushPhase, d.PushPhase}} {
+					if m[1] == nil {
+						continue // a result from before push and the phases were recorded
+					}
 					if err := m[0].Merge(m[1]); err != nil {
 						r.Notes = append(r.Notes, fmt.Sprintf("%s: %v", ro.ID, err))
 					}
@@ -83,14 +93,19 @@ func psReport(r *report.Result, rf *ResultFile) {
 		return
 	}
 	r.Add("workload/servers", float64(servers), "")
-	tbl := report.Table{Name: "ps", Title: "Parameter-server cluster on real hosts: latency of user requests, fetch sub-requests, training iterations",
+	tbl := report.Table{Name: "ps", Title: "Parameter-server cluster on real hosts: latency of user requests, fetch sub-requests, pushes, training iterations and their whole fetch and push phases",
 		KeyName: "what", Columns: []report.Column{{Name: "count"}, {Name: "completed in interval"}, {Name: "mean", Unit: "us"},
 			{Name: "P50", Unit: "us"}, {Name: "P99", Unit: "us"}, {Name: "max", Unit: "us"}}}
-	for _, x := range []struct {
+	type row struct {
 		name string
 		h    *metrics.Histogram
 		done float64
-	}{{"user", user, users}, {"fetch", fetch, -1}, {"iteration", iter, iters}} {
+	}
+	rows := []row{{"user", user, users}, {"fetch", fetch, -1}, {"push", push, -1}, {"iteration", iter, iters}}
+	if trainers > 0 {
+		rows = append(rows, row{"fetch_phase", fetchPhase, -1}, row{"push_phase", pushPhase, -1})
+	}
+	for _, x := range rows {
 		r.Add(x.name+"/count", float64(x.h.Count()), "")
 		r.Add(x.name+"/p50", float64(x.h.P50())/1e3, "us")
 		r.Add(x.name+"/p99", float64(x.h.P99())/1e3, "us")

@@ -100,13 +100,15 @@ func TestPSScenario(t *testing.T) {
 	for _, row := range tbl.Rows {
 		rows[row.Key] = true
 	}
-	for _, want := range []string{"user/p99 (us)", "fetch/p50 (us)", "iteration/p99 (us)", "client/goodput (Gbps)", "server/goodput (Gbps)", "workload/servers"} {
+	for _, want := range []string{"user/p99 (us)", "fetch/p50 (us)", "push/p99 (us)", "iteration/p99 (us)", "fetch_phase/p99 (us)", "push_phase/p99 (us)", "client/goodput (Gbps)", "server/goodput (Gbps)", "workload/servers"} {
 		if !rows[want] {
 			t.Errorf("compare has no row %q", want)
 		}
 	}
-	if v, _ := hw.Metric("user/count"); v.Value < 1 {
-		t.Errorf("user/count %v", v.Value)
+	for _, m := range []string{"user/count", "push/count", "fetch_phase/count", "push_phase/count"} {
+		if v, _ := hw.Metric(m); v.Value < 1 {
+			t.Errorf("%s %v", m, v.Value)
+		}
 	}
 	if v, _ := hw.Metric("requests/answered"); v.Value != sent {
 		t.Errorf("requests/answered %v, sent %v", v.Value, sent)

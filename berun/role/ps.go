@@ -197,6 +197,11 @@ type PSDetail struct {
 	User      *metrics.Histogram `json:"user"`
 	Fetch     *metrics.Histogram `json:"fetch"`
 	Iteration *metrics.Histogram `json:"iteration"`
+	// Push and the trainer phases (besim's push, fetch_phase, push_phase):
+	// absent from results written before they were added.
+	Push       *metrics.Histogram `json:"push,omitempty"`
+	FetchPhase *metrics.Histogram `json:"fetch_phase,omitempty"`
+	PushPhase  *metrics.Histogram `json:"push_phase,omitempty"`
 	// MeasuredRxBytes is the response payload received in the measured
 	// interval (besim's client/goodput counts the same).
 	MeasuredRxBytes int64   `json:"measured_rx_bytes"`
@@ -230,6 +235,7 @@ func parseResp(srv int, m []byte, from string) psResp {
 
 type psSlot struct {
 	start   time.Time
+	pushAt  time.Time
 	pending int
 	push    bool
 	compute bool
@@ -264,6 +270,7 @@ func (r *ps) runClient(ctx context.Context, spec Spec, peers PeerMap) (Result, e
 		shardOf: workloads.ShardServers(cfg.Shards, cfg.Servers), perSrv: make([]int64, cfg.Servers),
 		buf: make([]byte, max(cfg.Request, psHdr))}
 	pc.d.User, pc.d.Fetch, pc.d.Iteration = metrics.New(3), metrics.New(3), metrics.New(3)
+	pc.d.Push, pc.d.FetchPhase, pc.d.PushPhase = metrics.New(3), metrics.New(3), metrics.New(3)
 	n := cfg.RankerOutstanding
 	if pc.trainer {
 		n = 1
@@ -443,8 +450,13 @@ func (pc *psClient) onResponse(rs psResp, stopping bool, tick *time.Timer) error
 	if slot >= len(pc.slots) || pc.slots[slot].pending == 0 {
 		return fmt.Errorf("server %d answered slot %d, which has nothing pending", rs.srv, slot)
 	}
-	if rs.hdr[16] == psOpFetch && pc.in(sent) {
-		pc.d.Fetch.Record(int64(rs.at.Sub(sent)))
+	if pc.in(sent) {
+		switch rs.hdr[16] {
+		case psOpFetch:
+			pc.d.Fetch.Record(int64(rs.at.Sub(sent)))
+		case psOpPush:
+			pc.d.Push.Record(int64(rs.at.Sub(sent)))
+		}
 	}
 	if pc.in(rs.at) {
 		pc.d.MeasuredRxBytes += int64(rs.n)
@@ -457,6 +469,9 @@ func (pc *psClient) onResponse(rs psResp, stopping bool, tick *time.Timer) error
 	now := rs.at
 	switch {
 	case pc.trainer && !sl.push:
+		if pc.in(sl.start) {
+			pc.d.FetchPhase.Record(int64(now.Sub(sl.start)))
+		}
 		if stopping {
 			return nil
 		}
@@ -464,6 +479,9 @@ func (pc *psClient) onResponse(rs psResp, stopping bool, tick *time.Timer) error
 		tick.Reset(time.Duration(cfg.Compute / sim.Nanosecond))
 		return nil
 	case pc.trainer:
+		if pc.in(sl.pushAt) {
+			pc.d.PushPhase.Record(int64(now.Sub(sl.pushAt)))
+		}
 		if pc.in(sl.start) {
 			pc.d.Iteration.Record(int64(now.Sub(sl.start)))
 		}
@@ -507,7 +525,7 @@ func (pc *psClient) fetch(i int, now time.Time) error {
 
 func (pc *psClient) push(i int) error {
 	sl := &pc.slots[i]
-	sl.push = true
+	sl.push, sl.pushAt = true, time.Now()
 	sl.pending = len(sl.servers)
 	for j, srv := range sl.servers {
 		n := 0
