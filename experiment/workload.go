@@ -373,6 +373,8 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 		transport = fmt.Sprintf("tcp (%s, MSS %d B, min RTO %v, delayed ACK %v)", tc.CC, tc.MSS, tc.MinRTO, tc.DelAck)
 	} else {
 		r.Add("rnic/naks", float64(res.NAKs), "")
+		r.Add("rnic/timeouts", float64(res.RCTimeouts), "")
+		r.Add("rnic/retransmits", float64(res.Retransmits), "packets")
 	}
 	r.Tables = append(r.Tables, tbl, cpu)
 	r.Notes = append(r.Notes, "transport: "+transport)

@@ -79,7 +79,7 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 	{ sed 's/^name: training$/name: training-trainer-loss/' scenarios/builtin/training.yaml; echo 'faults:'
 		i=0; while [ $i -lt 346 ]; do echo "  - {kind: loss, at: 0s, host: $i, prio: 3, drop: 0.0174%}"; i=$((i+1)); done; } > "$L"
 	go run ./cmd/besim sweep -q -jobs 2 --set workload.trainer_shards=124 --set duration=155ms --set workload.warmup=5ms \
-		--set workload.window=none,4KiB --metrics "$W,pfc/frames_tx_interval,pfc/host_paused_interval,rnic/naks,faults/link_drops" \
+		--set workload.window=none,4KiB --metrics "$W,pfc/frames_tx_interval,pfc/host_paused_interval,rnic/naks,rnic/timeouts,rnic/retransmits,faults/link_drops" \
 		-o results/production/training-rdma-wide-loss.json "$L"
 	rm -r "$(dirname "$L")"
 fi

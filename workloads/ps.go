@@ -88,6 +88,11 @@ type PSResult struct {
 	TCP    *tcpsim.Stats // summed over hosts; nil over RDMA
 	Faults []faults.Event
 	NAKs   uint64 // RDMA: sequence-error NAKs sent by responders (lost frames)
+	// RCTimeouts and Retransmits are the RDMA requesters' retransmission
+	// timer expiries and data packets sent again (go-back-N or timeout),
+	// summed over every NIC for the whole run: a loss with no later packet
+	// of its QP to reveal it ends in a timeout, not a NAK.
+	RCTimeouts, Retransmits uint64
 	// PFCFramesInterval and HostPausedInterval are the PFC frames sent and
 	// the host pause time within the measured interval (Report has the
 	// whole run's, connection setup and warmup included).
@@ -232,7 +237,10 @@ func RunPS(cfg PSConfig) (*PSResult, error) {
 		res.TCP = r.tcpStats()
 	} else {
 		for _, h := range r.be.Hosts() {
-			res.NAKs += h.NIC().Stats().SeqNAKsSent
+			st := h.NIC().Stats()
+			res.NAKs += st.SeqNAKsSent
+			res.RCTimeouts += st.Timeouts
+			res.Retransmits += st.Retransmits
 		}
 		_ = r.be.Close()
 	}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/besim/besim/faults"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 )
@@ -156,5 +157,37 @@ func TestPSTrainerPhases(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The RDMA loss counters: a lossless run loses nothing, so it has no
+// NAKs, timeouts or retransmissions; with 1% of a trainer's RoCE frames
+// dropped, lost frames are revealed (NAKs) and sent again, every
+// retransmission is counted, and the trainers still complete iterations.
+func TestPSRDMALossCounters(t *testing.T) {
+	c := psCfg()
+	c.Rankers, c.Trainers = 0, 2
+	c.Measure = 3 * sim.Millisecond
+	clean, err := RunPS(c)
+	if err != nil || len(clean.Errors) > 0 {
+		t.Fatalf("%v %v", err, clean.Errors)
+	}
+	if clean.NAKs+clean.RCTimeouts+clean.Retransmits != 0 {
+		t.Errorf("lossless run: %d NAKs, %d timeouts, %d retransmits", clean.NAKs, clean.RCTimeouts, clean.Retransmits)
+	}
+	c.Faults = []faults.Spec{{Kind: faults.Loss, At: 0, Host: 0, Switch: -1, Drop: 0.01, Prios: 1 << 3}}
+	lossy, err := RunPS(c)
+	if err != nil || len(lossy.Errors) > 0 {
+		t.Fatalf("%v %v", err, lossy.Errors)
+	}
+	t.Logf("1%% loss on host 0: %d NAKs, %d timeouts, %d retransmits, %d iterations (lossless %d)",
+		lossy.NAKs, lossy.RCTimeouts, lossy.Retransmits, lossy.Iterations, clean.Iterations)
+	switch {
+	case lossy.NAKs == 0:
+		t.Error("no NAKs with 1% loss")
+	case lossy.Retransmits < lossy.NAKs:
+		t.Errorf("%d retransmits for %d NAKs: each NAK makes the requester send again", lossy.Retransmits, lossy.NAKs)
+	case lossy.Iterations == 0:
+		t.Error("no iterations completed under loss")
 	}
 }
