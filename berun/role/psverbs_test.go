@@ -45,7 +45,11 @@ func TestPSRolesOverVerbs(t *testing.T) {
 		{ID: "ranker0", Role: "ps-client", Bind: "127.0.0.1:0", Peers: []string{"server0", "server1"}, Params: param("0"), Scenario: []byte(small)},
 		{ID: "trainer0", Role: "ps-client", Bind: "127.0.0.1:0", Peers: []string{"server0", "server1"}, Params: param("1"), Scenario: []byte(small)},
 	}
-	out := runAll(t, 500*time.Millisecond, 5*time.Second, specs...)
+	// Four polling I/O threads and the fake NIC's clock share CI's two
+	// cores, so wall-clock fetches take tens of milliseconds here (hundreds
+	// under -race); 1.5 s leaves the trainer several iterations even then,
+	// where 0.5 s sometimes left it none.
+	out := runAll(t, 1500*time.Millisecond, 5*time.Second, specs...)
 	var served, sent float64
 	for id, in := range out {
 		if in.err != nil {
