@@ -175,3 +175,44 @@ func TestFailoverKeepaliveOff(t *testing.T) {
 		t.Errorf("failover keepalive %v / %v, want 100ms / 500ms", cfg2.Cluster.BE.KeepaliveInterval, cfg2.Cluster.BE.KeepaliveTimeout)
 	}
 }
+
+// workload.ack_timeout reaches the engines of ps-cluster and failover runs
+// (and so berun's, which take the same config); absent, the core's 14.
+func TestAckTimeoutKey(t *testing.T) {
+	for _, name := range []string{"ps-cluster", "failover"} {
+		data, err := scenarios.Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := strings.Replace(string(data), "\nworkload:\n", "\nworkload:\n  ack_timeout: 18\n", 1)
+		for _, c := range []struct {
+			yaml string
+			want uint8
+		}{{string(data), 0}, {set, 18}} {
+			s, err := scenarios.Parse(name+".yaml", []byte(c.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got uint8
+			if name == "failover" {
+				cfg, err := FailoverConfig(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = cfg.Cluster.BE.AckTimeout
+			} else {
+				cfg, err := PSConfig(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = cfg.Cluster.BE.AckTimeout
+			}
+			if got != c.want {
+				t.Errorf("%s: AckTimeout %d, want %d", name, got, c.want)
+			}
+			if c.want == 18 && !strings.Contains(c.yaml, "ack_timeout: 18") {
+				t.Fatalf("%s: the test did not set the key", name)
+			}
+		}
+	}
+}

@@ -259,6 +259,7 @@ func clusterConfig(s *scenarios.Scenario) (simhost.Config, error) {
 	sc.BE.FragSize = int(w.Fragment)
 	sc.BE.UseSRQ = w.SRQ
 	sc.BE.SQDepth, sc.BE.RecvBufSize = w.SQDepth, int(w.RecvBuffer)
+	sc.BE.AckTimeout = uint8(w.AckTimeout) // validated 0..31
 	return sc, nil
 }
 

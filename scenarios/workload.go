@@ -156,6 +156,9 @@ type Workload struct {
 	// RecvBuffer of staging memory, so production fan-in needs them small.
 	SQDepth    int  `yaml:"sq_depth,omitempty"`
 	RecvBuffer Size `yaml:"recv_buffer,omitempty"`
+	// AckTimeout is byteexpress Config.AckTimeout, the RC local ACK
+	// timeout exponent t (4.096 us x 2^t, 1..31); default 14 (67 ms).
+	AckTimeout int `yaml:"ack_timeout,omitempty"`
 	// Victim adds the victim flow (a perftest-like RC WRITE stream from a
 	// host on the servers' leaf to an idle host on the workers' leaf).
 	// Default true.
@@ -412,11 +415,11 @@ func (v *validator) workload() {
 	s := v.s
 	w := s.Workload
 	const p = "workload"
-	shared := []string{"kind", "servers", "hosts_per_leaf", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "sq_depth", "recv_buffer", "warmup"}
+	shared := []string{"kind", "servers", "hosts_per_leaf", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup"}
 	uses := map[WorkloadKind][]string{
 		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"),
 		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp"),
-		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "warmup", "rpc", "keepalive", "tcp_fallback"},
+		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
 	}
 	switch w.Kind {
 	case IncastPull, PSCluster, Failover:
@@ -525,7 +528,7 @@ func (v *validator) workload() {
 }
 
 // engineKeys checks the ByteExpress engine keys: window, fragment,
-// sq_depth and recv_buffer (0: the byteexpress default).
+// sq_depth, recv_buffer and ack_timeout (0: the byteexpress default).
 func (v *validator) engineKeys(p string) {
 	w := v.s.Workload
 	if !w.Window.None && (w.Window.Size < 256 || w.Window.Size > 64*MiB) {
@@ -539,6 +542,11 @@ func (v *validator) engineKeys(p string) {
 	}
 	if (w.RecvBuffer != 0 || v.s.present(p+".recv_buffer")) && (w.RecvBuffer < 1*KiB || w.RecvBuffer > 1*MiB) {
 		v.bad(p+".recv_buffer", "%s is out of range (allowed: 1KiB to 1MiB)", w.RecvBuffer)
+	}
+	// 0 would mean an infinite timeout in verbs; the key is a positive
+	// exponent or absent.
+	if w.AckTimeout != 0 || v.s.present(p+".ack_timeout") {
+		v.countRange(p+".ack_timeout", w.AckTimeout, 1, 31)
 	}
 }
 

@@ -116,6 +116,9 @@ func TestPSClusterWorkload(t *testing.T) {
 		{"rankers: 2", "rankers: 2\n  transport: tcp\n  tcp: {prio: 3}", "workload.tcp.prio: priority 3 is lossless"},
 		{"rankers: 2", "rankers: 2\n  transport: tcp\n  tcp: {cc: bbr}", `workload.tcp.cc: "bbr" is not a TCP congestion control`},
 		{"rankers: 2", "rankers: 2\n  transport: tcp\n  tcp: {speed: 1}", `unknown key "speed"`},
+		{"rankers: 2", "rankers: 2\n  ack_timeout: 0", "workload.ack_timeout: 0 is not allowed (must be >= 1)"},
+		{"rankers: 2", "rankers: 2\n  ack_timeout: 32", "workload.ack_timeout: 32 is too large (at most 31)"},
+		{"rankers: 2", "rankers: 2\n  ack_timeout: 67ms", "workload.ack_timeout"},
 	} {
 		_, err := Parse("w.yaml", []byte(strings.Replace(base, c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -126,6 +129,9 @@ func TestPSClusterWorkload(t *testing.T) {
 	// the cap on requests in flight.
 	if s, err := Parse("w.yaml", []byte(strings.Replace(base, "rankers: 2", "rankers: 2\n  rate: 2.5e3", 1))); err != nil || s.Workload.Rate != 2500 {
 		t.Errorf("rate 2.5e3: %v", err)
+	}
+	if s, err := Parse("w.yaml", []byte(strings.Replace(base, "rankers: 2", "rankers: 2\n  ack_timeout: 18", 1))); err != nil || s.Workload.AckTimeout != 18 {
+		t.Errorf("ack_timeout 18: %v", err)
 	}
 	inc := strings.Replace(workloadYAML, "servers: 8", "servers: 8\n  shards: 4", 1)
 	if _, err := Parse("w.yaml", []byte(inc)); err == nil || !strings.Contains(err.Error(), "workload.shards: not used by kind incast-pull") {

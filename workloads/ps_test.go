@@ -191,3 +191,35 @@ func TestPSRDMALossCounters(t *testing.T) {
 		t.Error("no iterations completed under loss")
 	}
 }
+
+// The RC ACK timeout sets the tail under loss: a lost frame that no later
+// frame of its QP reveals waits 4.096 us x 2^t before it is sent again,
+// so with timeouts in the run the slowest phase lasts at least that long,
+// and a longer timeout makes the slowest phase slower.
+func TestPSAckTimeoutTail(t *testing.T) {
+	var slowest [2]int64
+	for i, exp := range []uint8{8, 11} { // 1.05 ms, 8.4 ms
+		c := psCfg()
+		c.Rankers, c.Trainers = 0, 2
+		c.Measure = 30 * sim.Millisecond
+		c.Cluster.BE.AckTimeout = exp
+		c.Faults = []faults.Spec{{Kind: faults.Loss, At: 0, Host: 0, Switch: -1, Drop: 0.02, Prios: 1 << 3}}
+		r, err := RunPS(c)
+		if err != nil || len(r.Errors) > 0 {
+			t.Fatalf("%v %v", err, r.Errors)
+		}
+		timeout := int64(4096) << exp // ns
+		slowest[i] = max(r.FetchPhase.Max(), r.PushPhase.Max())
+		t.Logf("ack timeout %d (%d us): %d RC timeouts, %d NAKs, slowest phase %d us, %d iterations",
+			exp, timeout/1000, r.RCTimeouts, r.NAKs, slowest[i]/1000, r.Iterations)
+		if r.RCTimeouts == 0 {
+			t.Fatalf("ack timeout %d: no RC timeout at 2%% loss", exp)
+		}
+		if slowest[i] < timeout {
+			t.Errorf("ack timeout %d: slowest phase %d ns, below one timeout (%d ns)", exp, slowest[i], timeout)
+		}
+	}
+	if slowest[1] <= slowest[0] {
+		t.Errorf("slowest phase %d ns with the longer timeout, %d ns with the shorter", slowest[1], slowest[0])
+	}
+}
