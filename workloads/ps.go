@@ -360,6 +360,9 @@ type psRun struct {
 	failures
 }
 
+// measured reports whether t is inside the measured interval [from, to).
+func (r *psRun) measured(t sim.Time) bool { return t >= r.from && t < r.to }
+
 func (r *psRun) rx() (clients, servers uint64) {
 	if r.tcp != nil {
 		for _, pc := range r.clients {
@@ -463,7 +466,7 @@ func (r *psRun) censor() {
 			if sl.push {
 				at, h, n, phase = sl.pushAt, r.push, &r.pushOpen, r.pushPhase
 			}
-			if at < r.from || at >= r.to {
+			if !r.measured(at) {
 				continue
 			}
 			if pc.trainer {
@@ -522,7 +525,7 @@ func (t psTick) OnEvent(now sim.Time, _ uint64) {
 			return
 		}
 	}
-	if now >= pc.run.from && now < pc.run.to {
+	if pc.run.measured(now) {
 		pc.run.dropped++
 	}
 }
@@ -636,7 +639,7 @@ func (pc *psClient) OnMessage(h *tcpsim.Host, _ *tcpsim.Conn, m tcpsim.Message) 
 // one of the client's.
 func (pc *psClient) response(slot int, sent sim.Time, op byte, now sim.Time) bool {
 	r := pc.run
-	if sent >= r.from && sent < r.to {
+	if r.measured(sent) {
 		if op == opFetch {
 			r.sub.Record(int64((now - sent) / sim.Nanosecond))
 		} else {
@@ -653,26 +656,26 @@ func (pc *psClient) response(slot int, sent sim.Time, op byte, now sim.Time) boo
 	}
 	switch {
 	case pc.trainer && !sl.push:
-		if sl.start >= r.from && sl.start < r.to {
+		if r.measured(sl.start) {
 			r.fetchPhase.Record(int64((now - sl.start) / sim.Nanosecond))
 		}
 		pc.timer.Set(now + r.cfg.Compute)
 	case pc.trainer:
-		if sl.pushAt >= r.from && sl.pushAt < r.to {
+		if r.measured(sl.pushAt) {
 			r.pushPhase.Record(int64((now - sl.pushAt) / sim.Nanosecond))
 		}
-		if sl.start >= r.from && sl.start < r.to {
+		if r.measured(sl.start) {
 			r.iter.Record(int64((now - sl.start) / sim.Nanosecond))
 		}
-		if now >= r.from && now < r.to {
+		if r.measured(now) {
 			r.iters++
 		}
 		pc.fetch(slot, now)
 	default:
-		if sl.start >= r.from && sl.start < r.to {
+		if r.measured(sl.start) {
 			r.user.Record(int64((now - sl.start) / sim.Nanosecond))
 		}
-		if now >= r.from && now < r.to {
+		if r.measured(now) {
 			r.users++
 		}
 		if r.cfg.RankerRate == 0 {
