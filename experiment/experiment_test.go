@@ -122,6 +122,12 @@ func TestEmbeddedScenarioPhysics(t *testing.T) {
 	if v := st["flow/victim/goodput"]; v < 3 || v > 8 || st["faults/storm_trips"] < 1 {
 		t.Errorf("pfc-storm: victim %.2f Gbps (want stalled part of the time, of 10), %v watchdog trips", v, st["faults/storm_trips"])
 	}
+	// The stormed queue is asked to pause from 10 ms to the end (290 ms, one
+	// continuous pause); the sender behind it is paused until the watchdog
+	// trips 100 ms in and its queue drains by dropping.
+	if sw, h := st["pfc/longest_pause_switch"], st["pfc/longest_pause_host"]; sw < 289e3 || sw > 290e3 || h < 50e3 || h > 101.4e3 {
+		t.Errorf("pfc-storm: longest pause %.0f us at the switch (want the storm, 290 ms), %.0f us at a host (want up to the 100 ms trip)", sw, h)
+	}
 	lr := res("line-rate")
 	if g := lr["flow/bulk/goodput"]; g < 23.0 || g > 23.2 {
 		t.Errorf("line-rate goodput %.3f Gbps, want 25 x 1024/1106 = 23.15", g)

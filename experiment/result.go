@@ -125,6 +125,8 @@ func (x *Sim) Result() *report.Result {
 	r.Add("pfc/frames_tx", float64(t.PFCFramesTx), "frames")
 	r.Add("pfc/xoff_events", float64(t.XOFFEvents), "")
 	r.Add("pfc/host_paused", t.HostPausedTime.Seconds()*1e6, "us")
+	r.Add("pfc/longest_pause_host", t.LongestHostPause.Seconds()*1e6, "us")
+	r.Add("pfc/longest_pause_switch", t.LongestPortPause.Seconds()*1e6, "us")
 	r.Add("pfc/storm_trips", float64(t.StormTrips), "")
 	r.Add("switch/max_shared_used", float64(t.SharedUsedMax), "bytes")
 	r.Add("fabric/queued_at_end", float64(t.QueuedBytes), "bytes")

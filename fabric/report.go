@@ -48,6 +48,11 @@ type Totals struct {
 	PoolAllocated  int   // packets the pool ever created
 	SharedUsedMax  int64 // largest shared-buffer use of any switch
 	HostPausedTime sim.Time
+	// The longest continuous pause the peer of any host uplink, or of any
+	// switch egress queue, asked for (a refreshed pause is one interval,
+	// watchdog overrides included): how close the fabric came to a
+	// storm-watchdog detection.
+	LongestHostPause, LongestPortPause sim.Time
 }
 
 // HostReport is one host uplink.
@@ -59,6 +64,7 @@ type HostReport struct {
 	PFCFramesRx     int64
 	PauseRx         [NumPrio]int64    // XOFF entries received from the switch
 	PausedTime      [NumPrio]sim.Time // how long the switch paused each priority
+	LongestPause    [NumPrio]sim.Time // its longest continuous pause
 	PauseTx         [NumPrio]int64    // XOFF entries sent (SetPause/SendPause)
 	PauseAssertTime [NumPrio]sim.Time
 }
@@ -97,6 +103,7 @@ type PrioReport struct {
 	// Pauses received from the peer (this egress queue paused).
 	PauseRx, ResumeRx int64
 	PausedTime        sim.Time
+	LongestPause      sim.Time
 	StormTrips        int64
 	StormRestores     int64
 	// Pauses sent to the peer (this ingress priority group full).
@@ -124,6 +131,8 @@ func (n *Network) Report() *Report {
 		for i := 0; i < NumPrio; i++ {
 			hr.PauseRx[i] = h.rx.Stats.Pauses[i]
 			hr.PausedTime[i] = h.rx.PausedTime(now, i)
+			hr.LongestPause[i] = h.rx.LongestPause(now, i)
+			t.LongestHostPause = max(t.LongestHostPause, hr.LongestPause[i])
 			hr.PauseTx[i] = h.tx.Stats.Pauses[i]
 			hr.PauseAssertTime[i] = h.tx.AssertedTime(now, i)
 			t.HostTxPackets += h.st.TxPackets[i]
@@ -152,7 +161,8 @@ func (n *Network) Report() *Report {
 				q := PrioReport{
 					PrioCounters: p.st[i], Queued: p.q[i].Bytes,
 					PauseRx: p.rx.Stats.Pauses[i], ResumeRx: p.rx.Stats.Resumes[i], PausedTime: p.rx.PausedTime(now, i),
-					StormTrips: p.rx.Stats.StormTrips[i], StormRestores: p.rx.Stats.StormRestores[i],
+					LongestPause: p.rx.LongestPause(now, i),
+					StormTrips:   p.rx.Stats.StormTrips[i], StormRestores: p.rx.Stats.StormRestores[i],
 					PauseTx: p.tx.Stats.Pauses[i], ResumeTx: p.tx.Stats.Resumes[i], XOFFEvents: p.tx.Stats.XOFF[i],
 					PauseAssertTime: p.tx.AssertedTime(now, i),
 					Ingress:         p.in[i].Stats, Depth: p.depth[i],
@@ -176,6 +186,7 @@ func (n *Network) Report() *Report {
 				t.ECNMarks += q.ECNMarks
 				t.XOFFEvents += q.XOFFEvents
 				t.StormTrips += q.StormTrips
+				t.LongestPortPause = max(t.LongestPortPause, q.LongestPause)
 				t.QueuedPackets += int64(p.q[i].Len)
 				t.QueuedBytes += p.q[i].Bytes
 				if q.HeadroomDrops > 0 {
@@ -230,7 +241,8 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	t := &r.Totals
 	fmt.Fprintf(&b, "at %v: hosts sent %d frames (%d B), delivered %d (%d B)\n", r.Time, t.HostTxPackets, t.HostTxBytes, t.HostRxPackets, t.HostRxBytes)
 	fmt.Fprintf(&b, "drops: lossy %d, headroom overflow %d, watchdog %d, no route %d; ECN marks %d\n", t.Drops, t.HeadroomDrops, t.WatchdogDrops, t.NoRouteDrops, t.ECNMarks)
-	fmt.Fprintf(&b, "PFC: %d frames sent, %d received, %d XOFF events, hosts paused %v in total, %d storm trips\n", t.PFCFramesTx, t.PFCFramesRx, t.XOFFEvents, t.HostPausedTime, t.StormTrips)
+	fmt.Fprintf(&b, "PFC: %d frames sent, %d received, %d XOFF events, hosts paused %v in total, %d storm trips; longest continuous pause: host %v, switch queue %v\n",
+		t.PFCFramesTx, t.PFCFramesRx, t.XOFFEvents, t.HostPausedTime, t.StormTrips, t.LongestHostPause, t.LongestPortPause)
 	if t.PFCFramesTx == 0 {
 		b.WriteString("PFC never fired: no lossless priority group reached XOFF\n")
 	}

@@ -339,6 +339,21 @@ func TestRxQuantaExpiryAndResume(t *testing.T) {
 	if r.NextDeadline() != sim.Never {
 		t.Fatalf("deadline %v", r.NextDeadline())
 	}
+	// The refreshed first pause is the longest interval; the lapsed ones last
+	// q100 each.
+	if l := r.LongestPause(sim.Second, 3); l != 1000+q100 {
+		t.Fatalf("longest pause %v want %v", l, 1000+q100)
+	}
+	// An interval still open counts up to now, and only up to its expiry.
+	m, q = frame(1<<3, MaxQuanta)
+	r.OnFrame(sim.Second, m, q)
+	open := QuantaToTime(MaxQuanta, 25*gbps)
+	if l := r.LongestPause(sim.Second+open/2, 3); l != open/2 {
+		t.Fatalf("open interval: longest %v want %v", l, open/2)
+	}
+	if l := r.LongestPause(2*sim.Second, 3); l != open {
+		t.Fatalf("lapsed interval: longest %v want %v", l, open)
+	}
 }
 
 func TestWatchdogTripsAndRestores(t *testing.T) {
@@ -414,6 +429,9 @@ func TestWatchdogIgnoresShortPauses(t *testing.T) {
 	}
 	if d := r.PausedTime(sim.Second, 3); d != 600*sim.Microsecond {
 		t.Fatalf("paused %v", d)
+	}
+	if l := r.LongestPause(sim.Second, 3); l != 60*sim.Microsecond {
+		t.Fatalf("longest pause %v, want one 60 us cycle", l)
 	}
 	if (Watchdog{Enabled: true}).Validate() == nil {
 		t.Fatal("zero detection accepted")

@@ -92,6 +92,7 @@ type Rx struct {
 	start      [NumPrio]sim.Time
 	detectFrom [NumPrio]sim.Time
 	total      [NumPrio]sim.Time
+	longest    [NumPrio]sim.Time // longest closed pause interval
 
 	stormed   uint8
 	restoreAt [NumPrio]sim.Time
@@ -130,8 +131,7 @@ func (r *Rx) OnFrame(now sim.Time, mask uint8, quanta *[NumPrio]uint16) {
 		if q == 0 {
 			r.Stats.Resumes[i]++
 			if r.active&bit != 0 {
-				r.total[i] += min(r.until[i], now) - r.start[i]
-				r.active &^= bit
+				r.close(i, min(r.until[i], now))
 			}
 			continue
 		}
@@ -142,7 +142,7 @@ func (r *Rx) OnFrame(now sim.Time, mask uint8, quanta *[NumPrio]uint16) {
 			continue
 		}
 		if r.active&bit != 0 { // expired before this frame: close that interval
-			r.total[i] += r.until[i] - r.start[i]
+			r.close(i, r.until[i])
 		}
 		r.active |= bit
 		r.start[i] = now
@@ -188,8 +188,7 @@ func (r *Rx) Advance(now sim.Time) (tripped, restored uint8) {
 	for i := 0; i < NumPrio; i++ {
 		bit := uint8(1) << i
 		if r.active&bit != 0 && r.until[i] <= now {
-			r.total[i] += r.until[i] - r.start[i]
-			r.active &^= bit
+			r.close(i, r.until[i])
 		}
 		if r.stormed&bit != 0 && r.restoreAt[i] <= now {
 			r.stormed &^= bit
@@ -235,6 +234,25 @@ func (r *Rx) PausedTime(now sim.Time, prio int) sim.Time {
 		t += min(r.until[prio], now) - r.start[prio]
 	}
 	return t
+}
+
+// LongestPause is the longest continuous pause of priority prio up to now, the
+// interval still open included: what the storm watchdog compares with its
+// detection time (a pause refreshed before it expires is one interval).
+func (r *Rx) LongestPause(now sim.Time, prio int) sim.Time {
+	l := r.longest[prio]
+	if r.active&(1<<prio) != 0 {
+		l = max(l, min(r.until[prio], now)-r.start[prio])
+	}
+	return l
+}
+
+// close ends priority i's pause interval at end.
+func (r *Rx) close(i int, end sim.Time) {
+	d := end - r.start[i]
+	r.total[i] += d
+	r.longest[i] = max(r.longest[i], d)
+	r.active &^= 1 << i
 }
 
 func (r *Rx) trace(now sim.Time) {
