@@ -6,7 +6,7 @@
 # takes about two minutes on 2 cores, most of it the two Table 4 searches.
 set -eu
 # The production-scale runs (results/production, paper Tables 5-7) take
-# about 55 minutes and 15 GB on 2 cores (the 1 s TCP training run alone 10
+# about 70 minutes and 18 GB on 2 cores (the 1 s TCP training run alone 10
 # minutes, the wide TCP run 15): run this script with PRODUCTION=1 to include them.
 cd "$(dirname "$0")/.."
 
@@ -59,8 +59,14 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 	# 8 GB); TCP collapses into minimum-RTO stalls and needs seconds.
 	W='push/count,push/p50,push/p99,push/incomplete,iteration/count,iteration/p50,iteration/p99,fetch/count,fetch/p50,fetch/p99,fetch/incomplete,fetch_phase/p50,fetch_phase/p99,push_phase/p50,push_phase/p99,client/goodput,server/goodput'
 	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=30ms --set workload.warmup=5ms \
-		--set workload.window=none,16KiB,8KiB,4KiB --metrics "$W,pfc/frames_tx,pfc/frames_tx_interval,pfc/host_paused_interval,rnic/naks,fabric/ecn_marks" \
+		--set workload.window=none,16KiB,8KiB,4KiB --metrics "$W,pfc/frames_tx,pfc/frames_tx_interval,pfc/host_paused_interval,pfc/longest_pause_host,pfc/longest_pause_switch,pfc/storm_trips,rnic/naks,fabric/ecn_marks" \
 		-o results/production/training-rdma-wide.json training
+	# The same, hardware-only and the 4 KiB window, over a 100 ms interval
+	# (~8 minutes, 18 GB): is the tail stationary, and does any pause last
+	# long enough for a storm watchdog (100 ms) to drop frames?
+	go run ./cmd/besim sweep -q -jobs 2 --set workload.trainer_shards=124 --set duration=105ms --set workload.warmup=5ms \
+		--set workload.window=none,4KiB --metrics "$W,pfc/frames_tx_interval,pfc/host_paused_interval,pfc/longest_pause_host,pfc/longest_pause_switch,pfc/storm_trips,rnic/naks,fabric/ecn_marks" \
+		-o results/production/training-rdma-wide-100ms.json training
 	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=3s --set workload.warmup=5ms \
 		--set workload.transport=tcp --metrics "$W,fabric/drops,tcp/loss,tcp/retransmits,tcp/timeouts" \
 		-o results/production/training-tcp-wide.json training

@@ -61,14 +61,16 @@ type PSConfig struct {
 
 // PSResult is what one PS-cluster run measured.
 type PSResult struct {
-	UserLatency *metrics.Histogram // ranker user requests, ns (started in the interval)
+	// Every histogram holds what started in the interval; what is still
+	// open at its end is in at its age then (a lower bound), so a stall
+	// shows in the percentiles instead of dropping out of them.
+	UserLatency *metrics.Histogram // ranker user requests, ns
 	SubLatency  *metrics.Histogram // fetch sub-requests (rankers and trainers), ns
 	PushLatency *metrics.Histogram // trainer pushes, until acknowledged, ns
-	IterTime    *metrics.Histogram // trainer iterations, ns
+	IterTime    *metrics.Histogram // trainer iterations (fetch, compute, push), ns
 	// FetchPhase and PushPhase are a trainer's whole Fetch and Push (ns):
 	// from the first sub-request sent to the last answer, so one slow
-	// server makes the phase slow. Started in the interval; a phase still
-	// open at its end is in at its age then (a lower bound).
+	// server makes the phase slow.
 	FetchPhase, PushPhase *metrics.Histogram
 	UserRequests          int64 // completed in the interval
 	UserDropped           int64 // open-loop arrivals in the interval that found every slot busy
@@ -453,12 +455,23 @@ func (r *psRun) tcpStats() *tcpsim.Stats {
 	return &t
 }
 
-// censor records every sub-request still outstanding at the end of the
-// interval at its age then (see PSResult.FetchIncomplete).
+// censor records every user request, iteration, phase and sub-request
+// started in the interval and still open at its end at its age then (see
+// PSResult.FetchIncomplete).
 func (r *psRun) censor() {
 	for _, pc := range r.clients {
 		for i := range pc.slots {
 			sl := &pc.slots[i]
+			// A trainer's slot is always in an iteration (computing when
+			// nothing is pending); a ranker's is a user request while
+			// sub-requests are pending.
+			if r.measured(sl.start) && (pc.trainer || sl.pending > 0) {
+				h := r.user
+				if pc.trainer {
+					h = r.iter
+				}
+				h.Record(int64((r.to - sl.start) / sim.Nanosecond))
+			}
 			if sl.pending == 0 {
 				continue
 			}

@@ -223,3 +223,33 @@ func TestPSAckTimeoutTail(t *testing.T) {
 		t.Errorf("slowest phase %d ns with the longer timeout, %d ns with the shorter", slowest[1], slowest[0])
 	}
 }
+
+// What stalls counts at its age: when every client's RoCE traffic is
+// black-holed 1 ms into a 5 ms interval, the user requests and iterations
+// then in flight never complete, and they are in the histograms at their
+// age at the end (over 4 ms, against well under 1 ms for one that
+// completes), not left out as survivors only.
+func TestPSStalledCountsAtAge(t *testing.T) {
+	c := psCfg()
+	c.Measure = 5 * sim.Millisecond
+	at := sim.Millisecond
+	for h := range c.Rankers + c.Trainers {
+		c.Faults = append(c.Faults, faults.Spec{Kind: faults.Loss, At: at, Host: h, Switch: -1, Drop: 1, Prios: 1 << 3})
+	}
+	r, err := RunPS(c)
+	if err != nil || len(r.Errors) > 0 {
+		t.Fatalf("%v %v", err, r.Errors)
+	}
+	t.Logf("user requests %d recorded, %d completed, p50 %d us, max %d us; iterations %d recorded, %d completed, p50 %d us, max %d us",
+		r.UserLatency.Count(), r.UserRequests, r.UserLatency.P50()/1000, r.UserLatency.Max()/1000,
+		r.IterTime.Count(), r.Iterations, r.IterTime.P50()/1000, r.IterTime.Max()/1000)
+	stalled := int64((c.Measure - at) / sim.Nanosecond)
+	for _, h := range []struct {
+		name     string
+		p50, max int64
+	}{{"user requests", r.UserLatency.P50(), r.UserLatency.Max()}, {"iterations", r.IterTime.P50(), r.IterTime.Max()}} {
+		if h.p50 >= stalled || h.max < stalled {
+			t.Errorf("%s: median %d ns, slowest %d ns; want the completed ones under %d ns and the stalled ones at least that old", h.name, h.p50, h.max, stalled)
+		}
+	}
+}

@@ -194,8 +194,10 @@ func (r *ps) runServer(ctx context.Context, spec Spec) (Result, error) {
 // PSDetail is a ps-client's Detail: its histograms (nanoseconds), so the
 // controller can merge percentiles across clients exactly.
 type PSDetail struct {
-	User      *metrics.Histogram `json:"user"`
-	Fetch     *metrics.Histogram `json:"fetch"`
+	User  *metrics.Histogram `json:"user"`
+	Fetch *metrics.Histogram `json:"fetch"`
+	// Iteration holds trainer iterations started in the interval; one the
+	// end of the run stops before its push is in at its age then.
 	Iteration *metrics.Histogram `json:"iteration"`
 	// Push and the trainer phases (besim's push, fetch_phase, push_phase):
 	// absent from results written before they were added.
@@ -389,6 +391,9 @@ func (pc *psClient) loop(ctx context.Context, spec Spec, in <-chan psResp) error
 			return fmt.Errorf("stopped (%v) with %d of %d requests answered", context.Cause(ctx), pc.got, pc.sent)
 		case <-end.C:
 			stopping = true
+			if pc.trainer && pc.slots[0].compute {
+				pc.abandon(time.Now())
+			}
 		case <-tick.C:
 			if stopping {
 				for i := range pc.slots {
@@ -424,6 +429,15 @@ func (pc *psClient) loop(ctx context.Context, spec Spec, in <-chan psResp) error
 				return err
 			}
 		}
+	}
+}
+
+// abandon records a trainer's iteration that the end of the run stops
+// before its push at its age then, as the simulator counts an iteration
+// still open at the end, so a stall stays in the percentiles.
+func (pc *psClient) abandon(now time.Time) {
+	if sl := &pc.slots[0]; pc.in(sl.start) {
+		pc.d.Iteration.Record(int64(now.Sub(sl.start)))
 	}
 }
 
@@ -473,6 +487,7 @@ func (pc *psClient) onResponse(rs psResp, stopping bool, tick *time.Timer) error
 			pc.d.FetchPhase.Record(int64(now.Sub(sl.start)))
 		}
 		if stopping {
+			pc.abandon(now)
 			return nil
 		}
 		sl.compute = true
