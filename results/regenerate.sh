@@ -6,7 +6,7 @@
 # takes about two minutes on 2 cores, most of it the two Table 4 searches.
 set -eu
 # The production-scale runs (results/production, paper Tables 5-7) take
-# about 70 minutes and 18 GB on 2 cores (the 1 s TCP training run alone 10
+# about 60 minutes and 18 GB on 2 cores (the 1 s TCP training run alone 10
 # minutes, the wide TCP run 15): run this script with PRODUCTION=1 to include them.
 cd "$(dirname "$0")/.."
 
