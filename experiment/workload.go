@@ -170,16 +170,7 @@ func IncastResult(r *report.Result, cfg *workloads.IncastConfig, res *workloads.
 		r.Add("victim/goodput", res.VictimGbps, "Gbps")
 		r.Add("victim/paused", res.VictimPaused.Seconds()*1e6, "us")
 	}
-	r.Add("pfc/frames_tx", float64(t.PFCFramesTx), "frames")
-	r.Add("pfc/xoff_events", float64(t.XOFFEvents), "")
-	r.Add("pfc/host_paused", t.HostPausedTime.Seconds()*1e6, "us")
-	r.Add("pfc/longest_pause_host", t.LongestHostPause.Seconds()*1e6, "us")
-	r.Add("pfc/longest_pause_switch", t.LongestPortPause.Seconds()*1e6, "us")
-	r.Add("fabric/drops", float64(t.Drops+t.HeadroomDrops), "packets")
-	r.Add("fabric/watchdog_drops", float64(t.WatchdogDrops), "packets")
-	r.Add("pfc/storm_trips", float64(t.StormTrips), "")
-	r.Add("fabric/ecn_marks", float64(t.ECNMarks), "packets")
-	r.Add("switch/max_shared_used", float64(t.SharedUsedMax), "bytes")
+	fabricMetrics(r, &t)
 	r.Add("cpu/server_util", res.ServerCPU, "")
 	r.Add("cpu/worker_util", res.WorkerCPU, "")
 	r.Add("workload/setup", res.Setup.Seconds()*1e6, "us")
@@ -346,18 +337,9 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 	}
 	r.Add("client/goodput", res.ClientGbps, "Gbps")
 	r.Add("server/goodput", res.ServerGbps, "Gbps")
-	r.Add("pfc/frames_tx", float64(t.PFCFramesTx), "frames")
-	r.Add("pfc/xoff_events", float64(t.XOFFEvents), "")
-	r.Add("pfc/host_paused", t.HostPausedTime.Seconds()*1e6, "us")
-	r.Add("pfc/longest_pause_host", t.LongestHostPause.Seconds()*1e6, "us")
-	r.Add("pfc/longest_pause_switch", t.LongestPortPause.Seconds()*1e6, "us")
+	fabricMetrics(r, &t)
 	r.Add("pfc/frames_tx_interval", float64(res.PFCFramesInterval), "frames")
 	r.Add("pfc/host_paused_interval", res.HostPausedInterval.Seconds()*1e6, "us")
-	r.Add("fabric/drops", float64(t.Drops+t.HeadroomDrops), "packets")
-	r.Add("fabric/watchdog_drops", float64(t.WatchdogDrops), "packets")
-	r.Add("pfc/storm_trips", float64(t.StormTrips), "")
-	r.Add("fabric/ecn_marks", float64(t.ECNMarks), "packets")
-	r.Add("switch/max_shared_used", float64(t.SharedUsedMax), "bytes")
 	cpu := report.Table{Name: "cpu", Title: "Modelled CPU per host, % of one core, over the measured interval (the classes of the paper's Table 5)",
 		KeyName: "hosts", Columns: []report.Column{{Name: "total", Unit: "%"}, {Name: "softirq", Unit: "%"}, {Name: "system", Unit: "%"}, {Name: "user", Unit: "%"}}}
 	for i, g := range []string{"client", "server"} {
@@ -391,4 +373,19 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 	for _, e := range res.Errors {
 		r.Notes = append(r.Notes, "error: "+e.Error())
 	}
+}
+
+// fabricMetrics adds the whole run's PFC and fabric totals that both
+// workloads report (SCHEMA.md lists them).
+func fabricMetrics(r *report.Result, t *fabric.Totals) {
+	r.Add("pfc/frames_tx", float64(t.PFCFramesTx), "frames")
+	r.Add("pfc/xoff_events", float64(t.XOFFEvents), "")
+	r.Add("pfc/host_paused", t.HostPausedTime.Seconds()*1e6, "us")
+	r.Add("pfc/longest_pause_host", t.LongestHostPause.Seconds()*1e6, "us")
+	r.Add("pfc/longest_pause_switch", t.LongestPortPause.Seconds()*1e6, "us")
+	r.Add("fabric/drops", float64(t.Drops+t.HeadroomDrops), "packets")
+	r.Add("fabric/watchdog_drops", float64(t.WatchdogDrops), "packets")
+	r.Add("pfc/storm_trips", float64(t.StormTrips), "")
+	r.Add("fabric/ecn_marks", float64(t.ECNMarks), "packets")
+	r.Add("switch/max_shared_used", float64(t.SharedUsedMax), "bytes")
 }
