@@ -436,7 +436,7 @@ func (t *IOThread) dispatch(wc *verbs.WC) {
 		e.fail(fmt.Errorf("byteexpress: receive completion on QP %d: %v", wc.QPN, wc.Status))
 		return
 	}
-	if idx >= e.rqDepth || uint64(idx) != (e.rqNext+uint64(e.consumed))%uint64(e.rqDepth) {
+	if !e.cred.expectRecv(idx) {
 		e.fail(fmt.Errorf("byteexpress: receive completion %d out of order on QP %d", idx, wc.QPN))
 		return
 	}
@@ -549,13 +549,13 @@ type EngineInfo struct {
 func (t *IOThread) Engines() []EngineInfo {
 	out := make([]EngineInfo, 0, len(t.engines))
 	for _, e := range t.engines {
-		c := e.credits
-		if !e.creditsOn {
+		c := e.cred.credits
+		if !e.cred.on {
 			c = -1
 		}
 		out = append(out, EngineInfo{ID: e.id, Remote: e.remote, QPN: e.qpn, State: e.state.String(),
-			Credits: c, InflightBytes: e.inflightBytes, InFlightWRs: int(e.pend - e.head),
-			PendingWRs: int(e.tail - e.pend), Sockets: len(e.mine) + len(e.theirs)})
+			Credits: c, InflightBytes: e.win.inflight, InFlightWRs: e.ring.inFlight(),
+			PendingWRs: e.ring.pendingWRs(), Sockets: len(e.mine) + len(e.theirs)})
 	}
 	return out
 }
@@ -569,29 +569,17 @@ func (t *IOThread) CheckInvariants() error {
 		if e.state != engUp {
 			continue
 		}
-		if e.creditsOn && (e.credits < 0 || e.credits > e.initCredits) {
-			return fmt.Errorf("engine %d to %s: credits %d outside [0,%d]", e.id, e.remote, e.credits, e.initCredits)
+		if e.cred.on && (e.cred.credits < 0 || e.cred.credits > e.cred.initial) {
+			return fmt.Errorf("engine %d to %s: credits %d outside [0,%d]", e.id, e.remote, e.cred.credits, e.cred.initial)
 		}
-		if e.head > e.pend || e.pend > e.tail || e.tail-e.head > e.depth {
-			return fmt.Errorf("engine %d: ring head %d pend %d tail %d depth %d", e.id, e.head, e.pend, e.tail, e.depth)
+		if err := e.ring.check(); err != nil {
+			return fmt.Errorf("engine %d: %w", e.id, err)
 		}
-		if e.cwnd > 0 && e.inflightBytes+e.pendingBytes > e.cwnd {
-			return fmt.Errorf("engine %d: %d bytes in flight + %d pending exceed Cwnd %d", e.id, e.inflightBytes, e.pendingBytes, e.cwnd)
+		if err := e.win.check(e.ring.bytes()); err != nil {
+			return fmt.Errorf("engine %d: %w", e.id, err)
 		}
-		var inflight, pending int
-		for i := e.head; i < e.tail; i++ {
-			b := e.slots[i%e.depth].bytes
-			if i < e.pend {
-				inflight += b
-			} else {
-				pending += b
-			}
-		}
-		if inflight != e.inflightBytes || pending != e.pendingBytes {
-			return fmt.Errorf("engine %d: ring holds %d/%d bytes, accounted %d/%d", e.id, inflight, pending, e.inflightBytes, e.pendingBytes)
-		}
-		if e.rqDepth > 0 && e.consumed >= e.rqDepth/2 {
-			return fmt.Errorf("engine %d: %d receives consumed but not re-posted", e.id, e.consumed)
+		if err := e.cred.check(); err != nil {
+			return fmt.Errorf("engine %d: %w", e.id, err)
 		}
 		if e.nactive < 0 || (e.nactive == 0) != (e.rr == nil) {
 			return fmt.Errorf("engine %d: round-robin ring of %d sockets, cursor %v", e.id, e.nactive, e.rr != nil)
