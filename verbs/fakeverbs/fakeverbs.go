@@ -1,7 +1,10 @@
 // Package fakeverbs is a deliberately simple, functional, in-memory verbs
-// backend for testing the ByteExpress core without the simulated RNIC (its
-// own tests, and berun's ps roles over verbs, which run the core on it in
-// one process where no RDMA device exists).
+// backend, the test double under the verbs port (paper §2.2, §5.4): the
+// ByteExpress core's tests and berun's ps roles over verbs run the core on
+// it in one process where no RDMA device exists. It is also the reference
+// model of the conformance suite verbs/verbstest: it passes every case but
+// the UD ones (it implements RC only), and its TestSuiteCatchesBugs plants
+// one bug at a time to check that the suite notices.
 //
 // A Network joins any number of Contexts. Delivery is step-driven in integer
 // nanoseconds: PostSend queues operations, and Advance(t) executes every
@@ -10,8 +13,8 @@
 //
 //   - RC ordering: a QP's operations execute at the responder strictly in
 //     post order, and requester completions come back in the same order;
-//   - WRITE and WRITE_WITH_IMM place data into registered memory after an
-//     rkey, bounds and access check; SEND/SEND_WITH_IMM and WRITE_WITH_IMM
+//   - WRITE and WRITE_WITH_IMM place data into registered memory, and READ
+//     fetches it, after an rkey, bounds and access check; SEND/SEND_WITH_IMM and WRITE_WITH_IMM
 //     consume a receive (dedicated RQ or SRQ) and produce a receive
 //     completion carrying the responder's QPN (shared-CQ dispatch);
 //   - RNR: with no receive posted the operation blocks the QP's head of line
@@ -41,6 +44,11 @@ import (
 
 	"github.com/besim/besim/verbs"
 )
+
+// plant names one deliberate bug (empty: none). Only this package's tests
+// set it, to check that the verbstest suite, whose reference model this
+// package is, notices each bug (TestSuiteCatchesBugs).
+var plant string
 
 // Config parameterises a Network. Zero fields take the defaults noted.
 type Config struct {
@@ -464,6 +472,18 @@ func (c *Context) slice(key uint32, addr uint64, n int64, need verbs.Access) []b
 	return mr.view[off : off+uint64(n)]
 }
 
+// anyMR resolves [addr, addr+n) in whichever MR holds it, whatever its key
+// and access (the "ignore-rkey" planted bug).
+func (c *Context) anyMR(addr uint64, n int64) []byte {
+	for _, mr := range c.mrs {
+		base := uint64(mr.addr)
+		if addr >= base && addr+uint64(n) <= base+uint64(len(mr.view)) {
+			return mr.view[addr-base : addr-base+uint64(n)]
+		}
+	}
+	return nil
+}
+
 // ---- CQ ----
 
 // CQ is a fixed-depth completion ring.
@@ -630,7 +650,7 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
 	if q.destroyed {
 		return errors.New("fakeverbs: QP destroyed")
 	}
-	if err := verbs.CheckModify(verbs.RC, q.state, attr, mask); err != nil {
+	if err := verbs.CheckModify(verbs.RC, q.state, attr, mask); err != nil && plant != "no-check-modify" {
 		return err
 	}
 	if mask&verbs.AttrDestQPN != 0 {
@@ -643,7 +663,7 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
 		q.minRNR = attr.MinRNRTimer
 	}
 	if mask&verbs.AttrState != 0 {
-		if attr.State == verbs.StateErr && q.state != verbs.StateErr {
+		if attr.State == verbs.StateErr && q.state != verbs.StateErr && plant != "no-flush" {
 			q.toError()
 		}
 		q.state = attr.State
@@ -671,11 +691,11 @@ func (q *QP) PostSend(wr *verbs.SendWR) (*verbs.SendWR, error) {
 		if len(w.SGL) > maxSGE {
 			return w, fmt.Errorf("fakeverbs: %d SGEs exceed %d", len(w.SGL), maxSGE)
 		}
-		if len(q.sq) >= q.maxSend {
+		if len(q.sq) >= q.maxSend && plant != "no-sq-limit" {
 			return w, errors.New("fakeverbs: send queue full")
 		}
 		switch w.Opcode {
-		case verbs.OpWrite, verbs.OpWriteImm, verbs.OpSend, verbs.OpSendImm:
+		case verbs.OpWrite, verbs.OpWriteImm, verbs.OpSend, verbs.OpSendImm, verbs.OpRead:
 		default:
 			return w, verbs.ErrNotSupported
 		}
@@ -685,7 +705,7 @@ func (q *QP) PostSend(wr *verbs.SendWR) (*verbs.SendWR, error) {
 		o.nsge = copy(o.sge[:], w.SGL)
 		o.length = w.Len()
 		o.rnrLeft = int(q.rnrRetry)
-		if q.rnrRetry == 7 {
+		if q.rnrRetry == 7 && plant != "finite-rnr" {
 			o.rnrLeft = -1
 		}
 		count++
@@ -827,14 +847,20 @@ func (q *QP) execute(o *op) bool {
 		src[i] = b
 	}
 	var dst []byte
-	if o.opcode == verbs.OpWrite || o.opcode == verbs.OpWriteImm {
+	switch o.opcode {
+	case verbs.OpWrite, verbs.OpWriteImm:
 		dst = peer.c.slice(o.rkey, o.raddr, o.length, verbs.AccessRemoteWrite)
-		if dst == nil {
-			return q.fail(o, verbs.WCRemAccessErr)
+		if dst == nil && plant == "ignore-rkey" {
+			dst = peer.c.anyMR(o.raddr, o.length)
 		}
+	case verbs.OpRead:
+		dst = peer.c.slice(o.rkey, o.raddr, o.length, verbs.AccessRemoteRead)
+	}
+	if dst == nil && (o.opcode == verbs.OpWrite || o.opcode == verbs.OpWriteImm || o.opcode == verbs.OpRead) {
+		return q.fail(o, verbs.WCRemAccessErr)
 	}
 	var r recv
-	if o.opcode.ConsumesRecv() {
+	if o.opcode.ConsumesRecv() || (o.opcode == verbs.OpWrite && plant == "write-consumes-recv") {
 		var ok bool
 		rq := &peer.rq
 		if peer.srq != nil {
@@ -857,8 +883,13 @@ func (q *QP) execute(o *op) bool {
 	switch o.opcode {
 	case verbs.OpWrite, verbs.OpWriteImm:
 		off := 0
-		for i := 0; i < o.nsge; i++ {
+		for i := 0; i < o.nsge && !(o.opcode == verbs.OpWriteImm && plant == "write-imm-drops-data"); i++ {
 			off += copy(dst[off:], src[i])
+		}
+	case verbs.OpRead: // the remote range into the local scatter list
+		off := 0
+		for i := 0; i < o.nsge && plant != "read-zero"; i++ {
+			off += copy(src[i], dst[off:])
 		}
 	case verbs.OpSend, verbs.OpSendImm:
 		var room int64
@@ -895,6 +926,9 @@ func (q *QP) execute(o *op) bool {
 	if o.opcode.ConsumesRecv() {
 		wc := verbs.WC{WRID: r.id, Status: verbs.WCSuccess, ByteLen: uint32(o.length),
 			QPN: peer.qpn, SrcQP: q.qpn}
+		if plant == "recv-qpn-of-sender" {
+			wc.QPN = q.qpn
+		}
 		switch o.opcode {
 		case verbs.OpSend:
 			wc.Opcode = verbs.WCRecv
@@ -942,13 +976,15 @@ func (q *QP) ack(o *op) {
 
 // complete reports o on the send CQ if it must be.
 func (q *QP) complete(o *op, force bool) {
-	if !force && !q.sigAll && o.flags&verbs.FlagSignaled == 0 {
+	if !force && !q.sigAll && o.flags&verbs.FlagSignaled == 0 && plant != "signal-all" {
 		return
 	}
 	wc := verbs.WC{WRID: o.id, Status: o.status, QPN: q.qpn, ByteLen: uint32(o.length)}
 	switch o.opcode {
 	case verbs.OpSend, verbs.OpSendImm:
 		wc.Opcode = verbs.WCSend
+	case verbs.OpRead:
+		wc.Opcode = verbs.WCRDMARead
 	default:
 		wc.Opcode = verbs.WCRDMAWrite
 	}

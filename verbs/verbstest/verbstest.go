@@ -1,6 +1,8 @@
 // Package verbstest is the conformance suite that every implementation of
-// the verbs port must pass: the simulated RNIC (package rnic, virtual time)
-// and the libibverbs backend (package verbs/ibv, real hardware). One suite
+// the verbs port must pass: the simulated RNIC (package rnic, virtual time),
+// the libibverbs backend (package verbs/ibv, real hardware) and the
+// in-memory test double verbs/fakeverbs, which is also the suite's
+// reference model (its tests plant bugs and require the suite to fail). One suite
 // keeps the two honest with each other, so that what the ByteExpress core
 // learns in simulation also holds on a device.
 //
