@@ -114,5 +114,16 @@
 // This package and its subpackages import only verbs, byteexpress/bemalloc
 // and the standard library, never sim, rnic, fabric, pfc or dcqcn
 // (TestLayering enforces it). The functional fake NIC used by the tests is
-// internal/fakeverbs; the wall-clock driver is package realtime.
+// verbs/fakeverbs (the reference model of the verbs conformance suite); the
+// wall-clock driver is package realtime.
+//
+// # Layout
+//
+// An engine is the composition of small parts, each with its own tests
+// (parts_test.go): the WR ring (ring.go), the send window (window.go), the
+// credit ledger (credits.go), keepalive (keepalive.go) and the
+// large-message tables (large.go). engine.go holds its state and lifecycle;
+// send.go, sched.go, recv.go and teardown.go its send path, scheduler,
+// receive path and failure handling. testdata/trace holds protocol traces
+// (TestTraces; go test -run TestTraces -rewrite regenerates them).
 package byteexpress

@@ -13,7 +13,9 @@ import (
 // TestRandomOpsUnderLoss posts a random mix of SEND, SEND_WITH_IMM, WRITE,
 // WRITE_WITH_IMM and READ of random sizes (0 to 5 MTUs, one or two SGEs) on
 // four QPs sharing CQs, over a wire that drops 2% of frames, and checks every
-// completion (order, status, length, immediate) and every byte.
+// completion (order, status, length, immediate) and every byte, and that
+// frames were in fact dropped and recovered (retransmitted after a NAK or a
+// timeout).
 func TestRandomOpsUnderLoss(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4, 5} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { randomOps(t, seed, 0.02) })
@@ -149,6 +151,12 @@ func randomOps(t *testing.T, seed uint64, loss float64) {
 	}
 	st := p.a.Stats()
 	t.Logf("dropped %d, retransmits %d, seq NAKs %d, timeouts %d", p.w.Dropped, st.Retransmits, st.SeqNAKsRcvd, st.Timeouts)
+	// The property is recovery from loss: a run in which nothing was lost,
+	// or nothing was sent again, checked nothing of it.
+	if loss > 0 && (p.w.Dropped == 0 || st.Retransmits == 0 || st.SeqNAKsRcvd+st.Timeouts == 0) {
+		t.Errorf("loss %v: %d frames dropped, %d retransmits, %d NAKs, %d timeouts: no loss was recovered from",
+			loss, p.w.Dropped, st.Retransmits, st.SeqNAKsRcvd, st.Timeouts)
+	}
 	if p.w.Pool().Live > 64 {
 		t.Errorf("%d packets not returned to the pool", p.w.Pool().Live)
 	}
