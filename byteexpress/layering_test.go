@@ -12,7 +12,8 @@ import (
 // every package below it, tests included) depends only on verbs, the
 // byteexpress tree itself (bemalloc, internal helpers) and the standard
 // library, and never on the simulator packages. Tests may also use the
-// in-memory verbs backend (verbs/fakeverbs, which imports only verbs).
+// in-memory verbs backend (verbs/fakeverbs, which imports only verbs) and
+// the trace harness's datadriven.
 func TestLayering(t *testing.T) {
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := exec.LookPath(gobin); err != nil {
@@ -44,7 +45,7 @@ func TestLayering(t *testing.T) {
 		switch {
 		case p == mod+"verbs", strings.HasPrefix(p, mod+"byteexpress"):
 		case strings.HasPrefix(p, "github.com/google/go-cmp/"): // allowed in tests
-		case p == mod+"verbs/fakeverbs": // tests only: checked below
+		case p == mod+"verbs/fakeverbs", testOnly[p]: // tests only: checked below
 		default:
 			t.Errorf("byteexpress depends on %s (allowed: verbs, byteexpress/..., the standard library)", p)
 		}
@@ -58,8 +59,15 @@ func TestLayering(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		if p == mod+"verbs/fakeverbs" {
+		if p == mod+"verbs/fakeverbs" || testOnly[p] {
 			t.Errorf("non-test code of byteexpress depends on %s", p)
 		}
 	}
+}
+
+// testOnly are the third-party packages the core's tests may use (the
+// protocol traces); non-test code may not.
+var testOnly = map[string]bool{
+	"github.com/cockroachdb/datadriven":     true,
+	"github.com/pmezard/go-difflib/difflib": true,
 }

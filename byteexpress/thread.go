@@ -532,34 +532,6 @@ func (t *IOThread) Stats() Stats {
 	return s
 }
 
-// EngineInfo describes one engine, for tests and reports.
-type EngineInfo struct {
-	ID            uint64
-	Remote        Addr
-	QPN           uint32
-	State         string
-	Credits       int // -1 when the peer uses an SRQ (no credits)
-	InflightBytes int
-	InFlightWRs   int
-	PendingWRs    int
-	Sockets       int
-}
-
-// Engines describes the thread's engines (call between Polls).
-func (t *IOThread) Engines() []EngineInfo {
-	out := make([]EngineInfo, 0, len(t.engines))
-	for _, e := range t.engines {
-		c := e.cred.credits
-		if !e.cred.on {
-			c = -1
-		}
-		out = append(out, EngineInfo{ID: e.id, Remote: e.remote, QPN: e.qpn, State: e.state.String(),
-			Credits: c, InflightBytes: e.win.inflight, InFlightWRs: e.ring.inFlight(),
-			PendingWRs: e.ring.pendingWRs(), Sockets: len(e.mine) + len(e.theirs)})
-	}
-	return out
-}
-
 // CheckInvariants verifies the engine invariants the paper's mechanisms
 // promise (call between Polls): credits never negative nor above the
 // initial count, bytes in flight within Cwnd, ring occupancy within the SQ
