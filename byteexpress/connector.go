@@ -71,8 +71,10 @@ func UnmarshalConnInfo(b []byte) (ConnInfo, error) {
 // Connect is called by an I/O thread step when Dial needs a new engine: it
 // must deliver local to the endpoint serving remote, which hands it (with
 // from, the dialing endpoint's own address) to its Endpoint.HandleConnect,
-// and later call done exactly once with the remote's answer or an error. Connect must not block; done may be called
-// from any goroutine, at any later time, or synchronously inside Connect.
+// and later call done exactly once with the remote's answer or an error.
+// Connect must not block; done may be called at any later time or
+// synchronously inside Connect, and from another goroutine only when the
+// threads have mailboxes (realtime.Attach).
 type Connector interface {
 	Connect(from, remote Addr, local ConnInfo, done func(remote ConnInfo, err error))
 }

@@ -73,9 +73,14 @@
 //
 // # Ownership and concurrency
 //
-//   - Endpoint and Socket methods are safe from any goroutine; they queue
-//     commands for the owning I/O thread. Endpoint.Close must not run
-//     concurrently with Poll. Each IOThread is driven by one goroutine.
+//   - The core is single-owner, like raft's RawNode: Endpoint and Socket
+//     methods queue commands for the owning I/O thread, and each IOThread
+//     is driven by one goroutine. In the simulator one goroutine does
+//     everything and no lock is taken. Calls from other goroutines
+//     (application threads, a side channel) need the thread's Mailbox,
+//     the only cross-goroutine state: package realtime provides it
+//     (realtime.Attach), so only the wall-clock runner pays for it.
+//     Endpoint.Close must not run concurrently with Poll.
 //   - Send/SendTo transfer the Buffer to the core, which frees it when the
 //     NIC is done with it or returns it in EvSendFailed. Small messages are
 //     freed as soon as they are copied.

@@ -27,8 +27,9 @@ type Params struct {
 
 // Endpoint is one process's ByteExpress instance on one device: its I/O
 // threads and the connection table that maps remote addresses to engines
-// (§6.1). Methods are safe for concurrent use, except Close, which must not
-// run concurrently with any thread's Poll.
+// (§6.1). Its methods may be called from any goroutine once the threads have
+// mailboxes (realtime.Attach), otherwise from the polling goroutine (see
+// IOThread); Close must not run concurrently with any thread's Poll.
 type Endpoint struct {
 	p       Params
 	cfg     Config
@@ -133,7 +134,8 @@ func (ep *Endpoint) Dial(remote Addr) (*Socket, error) {
 // the Connector when the endpoint at from wants an engine here. The new
 // engine is set up by an I/O thread at its next Poll, which then calls reply
 // with this side's ConnInfo (or an error, e.g. ErrRefused when not
-// listening). Safe from any goroutine; reply may be called from Poll.
+// listening). Safe from any goroutine with mailboxes (see Endpoint); reply
+// may be called from Poll.
 func (ep *Endpoint) HandleConnect(from Addr, peer ConnInfo, reply func(ConnInfo, error)) {
 	ep.mu.Lock()
 	if ep.closed || !ep.listening.Load() {

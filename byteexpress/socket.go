@@ -10,10 +10,13 @@ import (
 // scheduler takes at most one fragment from a socket per turn.
 //
 // Ownership: a Socket is created by Dial (or arrives in an EvAccepted
-// event) and is owned by the I/O thread of its engine. The methods below are
-// safe to call from any goroutine: they queue a command that the owning
-// thread carries out in its next Poll (call Poll, or let the thread's
-// wakeup hook do so). Messages on one socket are delivered in Send order,
+// event) and is owned by the I/O thread of its engine. The methods below
+// queue a command that the owning thread carries out in its next Poll
+// (call Poll, or let the thread's wakeup hook do so); from goroutines other
+// than the polling one they need the thread's Mailbox (realtime.Attach).
+// Expose's table and the closed flag that makes calls on a dead socket fail
+// at once are shared with the thread under their own lock and atomic, since
+// those calls answer synchronously. Messages on one socket are delivered in Send order,
 // exactly once, or reported in EvSendFailed.
 type Socket struct {
 	// User is for the application (e.g. the RPC channel); the core never

@@ -3,7 +3,6 @@ package byteexpress
 import (
 	"container/heap"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/besim/besim/byteexpress/bemalloc"
@@ -14,10 +13,12 @@ import (
 // shared by their send and receive queues (polled in batches, dispatched by
 // WC.QPN), one thread domain, and optionally one SRQ.
 //
-// It is a driven, thread-unsafe state machine: nothing happens except inside
+// It is a driven, single-owner state machine: nothing happens except inside
 // Poll, and Poll must not be called concurrently with itself or with
-// Endpoint.Close. The Endpoint and Socket API may be used from any
-// goroutine; it queues commands that the next Poll carries out.
+// Endpoint.Close. The Endpoint and Socket API queue commands that the next
+// Poll carries out. Without a Mailbox (the simulator) the API must be
+// called from the goroutine that polls, or between polls; with one
+// (package realtime installs it) from any goroutine.
 type IOThread struct {
 	ep    *Endpoint
 	idx   int
@@ -42,12 +43,12 @@ type IOThread struct {
 	srqSGEs   []verbs.SGE
 	srqReturn []uint32 // consumed, waiting to be re-posted
 
-	mu      sync.Mutex
-	inbox   []cmd
-	spare   []cmd
-	closed  bool
-	wake    func()
-	pending bool // a command arrived since the last drain
+	inbox  []cmd // commands queued by the polling goroutine's own API calls
+	spare  []cmd
+	mb     Mailbox // commands from other goroutines (nil: there are none)
+	mbuf   []Command
+	closed bool
+	wake   func()
 
 	now     time.Duration
 	events  []Event
@@ -166,28 +167,51 @@ func (t *IOThread) setupSRQ() error {
 // Index is the thread's position in Endpoint.Threads.
 func (t *IOThread) Index() int { return t.idx }
 
-// SetWakeup installs f, called (from whichever goroutine queues it) after a
-// command is queued for this thread: the simulator adapter schedules a Poll,
-// the wall-clock adapter wakes its loop. f must not call Poll itself.
-func (t *IOThread) SetWakeup(f func()) {
-	t.mu.Lock()
-	t.wake = f
-	t.mu.Unlock()
+// SetWakeup installs f, called after a command is queued for this thread
+// without a Mailbox: the simulator adapter schedules a Poll. f must not
+// call Poll itself. Call it before the thread is used.
+func (t *IOThread) SetWakeup(f func()) { t.wake = f }
+
+// Command is a queued API call for an I/O thread, opaque outside the core:
+// a Mailbox only stores and returns it.
+type Command struct{ c cmd }
+
+// Mailbox carries commands to an I/O thread from goroutines other than the
+// one that polls it: the thread's only cross-goroutine state. The simulator
+// drives everything from one goroutine and needs none; package realtime
+// provides one for real hosts, so only they pay for the locking.
+type Mailbox interface {
+	// Post queues c (from any goroutine) and wakes the poller; false once
+	// the mailbox is closed.
+	Post(c Command) bool
+	// Take appends the queued commands to buf, in Post order, and returns
+	// it (polling goroutine only).
+	Take(buf []Command) []Command
+	// Pending reports whether commands are queued.
+	Pending() bool
+	// Close refuses further Posts and returns the commands still queued.
+	Close() []Command
 }
+
+// SetMailbox routes every command for this thread through m, from
+// whichever goroutine it comes. Call it before the endpoint is used from
+// more than one goroutine (realtime.Attach does).
+func (t *IOThread) SetMailbox(m Mailbox) { t.mb = m }
+
+// Mailbox is the installed Mailbox, nil if none.
+func (t *IOThread) Mailbox() Mailbox { return t.mb }
 
 // push queues a command; false if the thread is closed.
 func (t *IOThread) push(c cmd) bool {
-	t.mu.Lock()
+	if t.mb != nil {
+		return t.mb.Post(Command{c})
+	}
 	if t.closed {
-		t.mu.Unlock()
 		return false
 	}
 	t.inbox = append(t.inbox, c)
-	t.pending = true
-	w := t.wake
-	t.mu.Unlock()
-	if w != nil {
-		w()
+	if t.wake != nil {
+		t.wake()
 	}
 	return true
 }
@@ -240,26 +264,26 @@ func (t *IOThread) Poll(now time.Duration) Ready {
 }
 
 func (t *IOThread) hasPending() bool {
-	t.mu.Lock()
-	p := t.pending
-	t.mu.Unlock()
-	return p
+	return len(t.inbox) > 0 || (t.mb != nil && t.mb.Pending())
 }
 
 func (t *IOThread) drainInbox() {
-	t.mu.Lock()
+	if t.mb != nil {
+		t.mbuf = t.mb.Take(t.mbuf[:0])
+		for i := range t.mbuf {
+			t.ops.Commands++
+			t.handle(&t.mbuf[i].c)
+			t.mbuf[i] = Command{}
+		}
+	}
 	cmds := t.inbox
 	t.inbox = t.spare[:0]
-	t.pending = false
-	t.mu.Unlock()
 	for i := range cmds {
 		t.ops.Commands++
 		t.handle(&cmds[i])
 		cmds[i] = cmd{}
 	}
-	t.mu.Lock()
 	t.spare = cmds[:0]
-	t.mu.Unlock()
 }
 
 func (t *IOThread) handle(c *cmd) {
@@ -563,11 +587,14 @@ func (t *IOThread) CheckInvariants() error {
 // shutdown destroys everything the thread owns. Buffers the core holds go
 // back to the allocator, including unsent messages and exposed buffers.
 func (t *IOThread) shutdown() {
-	t.mu.Lock()
 	t.closed = true
 	cmds := t.inbox
 	t.inbox = nil
-	t.mu.Unlock()
+	if t.mb != nil {
+		for _, c := range t.mb.Close() {
+			cmds = append(cmds, c.c)
+		}
+	}
 	for i := range cmds {
 		c := &cmds[i]
 		switch c.kind {

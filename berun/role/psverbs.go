@@ -87,6 +87,7 @@ func newBENode(ctx context.Context, id, bind, device string, cfg byteexpress.Con
 		_ = pool.Close()
 		return nil, fmt.Errorf("verbs transport: %w", err)
 	}
+	realtime.Attach(n.ep) // API calls come from the role's goroutines
 	if n.ln, err = listen(ctx, bind); err != nil {
 		_ = n.ep.Close()
 		_ = pool.Close()

@@ -54,6 +54,7 @@ func TestTCPConnector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		realtime.Attach(ep)
 		if listen {
 			ep.Listen()
 		}

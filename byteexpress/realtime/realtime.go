@@ -3,13 +3,18 @@
 // on its own goroutine locked to an OS thread (runtime.LockOSThread), the
 // arrangement the paper's thread domains assume (§6.2.1: one thread owns an
 // engine, its CQ and its TD). It is the "node.go" of the etcd-raft split:
-// the core stays a driven state machine and this file owns goroutines and
-// clocks. It imports only the core and the standard library.
+// the core stays a driven, single-owner state machine and this package owns
+// goroutines, clocks and the one piece of cross-goroutine state: each I/O
+// thread's mailbox (Attach), through which API calls from application,
+// connector and server goroutines reach the polling goroutine. It imports
+// only the core and the standard library.
 package realtime
 
 import (
 	"context"
+	"errors"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/besim/besim/byteexpress"
@@ -41,10 +46,78 @@ type Options struct {
 	IdleSleep time.Duration
 }
 
+// mailbox is an I/O thread's cross-goroutine command queue.
+type mailbox struct {
+	mu     sync.Mutex
+	q      []byteexpress.Command
+	closed bool
+	wake   chan struct{} // buffered 1: a Post since the loop last looked
+}
+
+func (m *mailbox) Post(c byteexpress.Command) bool {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
+	m.q = append(m.q, c)
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (m *mailbox) Take(buf []byteexpress.Command) []byteexpress.Command {
+	m.mu.Lock()
+	buf = append(buf, m.q...)
+	clear(m.q)
+	m.q = m.q[:0]
+	m.mu.Unlock()
+	return buf
+}
+
+func (m *mailbox) Pending() bool {
+	m.mu.Lock()
+	p := len(m.q) > 0
+	m.mu.Unlock()
+	return p
+}
+
+func (m *mailbox) Close() []byteexpress.Command {
+	m.mu.Lock()
+	m.closed = true
+	q := m.q
+	m.q = nil
+	m.mu.Unlock()
+	return q
+}
+
+// Attach gives every I/O thread of ep a mailbox, so that the Endpoint and
+// Socket API may be called from any goroutine, and Run can drive the
+// threads. Call it once, right after NewEndpoint and before ep is used from
+// a second goroutine.
+func Attach(ep *byteexpress.Endpoint) {
+	for _, th := range ep.Threads() {
+		if _, ok := th.Mailbox().(*mailbox); !ok {
+			th.SetMailbox(&mailbox{wake: make(chan struct{}, 1)})
+		}
+	}
+}
+
+// ErrNotAttached: Run was given a thread of an endpoint not passed to Attach.
+var ErrNotAttached = errors.New("realtime: I/O thread has no mailbox (call realtime.Attach(ep) after NewEndpoint)")
+
 // Run polls th until ctx is done, calling handle (on the polling goroutine)
 // for every event, and returns ctx.Err(). Commands queued through the
-// Endpoint/Socket API wake a napping loop at once.
+// Endpoint/Socket API wake a napping loop at once. th's endpoint must have
+// been attached (Attach).
 func Run(ctx context.Context, th *byteexpress.IOThread, opt Options, handle func(byteexpress.Event)) error {
+	mb, ok := th.Mailbox().(*mailbox)
+	if !ok {
+		return ErrNotAttached
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if opt.Clock == nil {
@@ -56,14 +129,7 @@ func Run(ctx context.Context, th *byteexpress.IOThread, opt Options, handle func
 	if opt.IdleSleep == 0 {
 		opt.IdleSleep = 20 * time.Microsecond
 	}
-	wake := make(chan struct{}, 1)
-	th.SetWakeup(func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	})
-	defer th.SetWakeup(nil)
+	wake := mb.wake
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	idle := 0

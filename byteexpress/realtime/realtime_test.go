@@ -47,6 +47,7 @@ func TestRunWallClock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		realtime.Attach(ep)
 		ep.Listen()
 		conn.mu.Lock()
 		conn.eps[byteexpress.Addr(name)] = ep
@@ -139,5 +140,30 @@ func TestRunWallClock(t *testing.T) {
 		if err := p.Close(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestRunNeedsAttach: a thread without a mailbox would be polled while other
+// goroutines touch its queue unsynchronised, so Run refuses it.
+func TestRunNeedsAttach(t *testing.T) {
+	net := fakeverbs.New(fakeverbs.Config{})
+	ctx := net.NewContext("a")
+	pd, _ := ctx.AllocPD()
+	pool := testalloc.New(pd, true)
+	ep, err := byteexpress.NewEndpoint(byteexpress.Params{Context: ctx, PD: pd, Allocator: pool,
+		Connector: &directConnector{}, Local: "a"}, byteexpress.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	defer ep.Close()
+	if err := realtime.Run(context.Background(), ep.Threads()[0], realtime.Options{}, nil); err != realtime.ErrNotAttached {
+		t.Fatalf("Run on an unattached thread: %v, want ErrNotAttached", err)
+	}
+	realtime.Attach(ep)
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := realtime.Run(c, ep.Threads()[0], realtime.Options{}, nil); err != context.Canceled {
+		t.Fatalf("Run on an attached thread: %v, want context.Canceled", err)
 	}
 }
