@@ -1,7 +1,6 @@
 package byteexpress
 
 import (
-	"container/heap"
 	"fmt"
 	"time"
 
@@ -83,30 +82,6 @@ type Stats struct {
 	MaxInflightBytes int // most bytes in flight seen at a post
 }
 
-type cmdKind uint8
-
-const (
-	cmdCreate cmdKind = iota + 1
-	cmdCreatePassive
-	cmdConnectDone
-	cmdAttach
-	cmdSend
-	cmdSendTo
-	cmdClose
-)
-
-type cmd struct {
-	kind  cmdKind
-	e     *engine
-	s     *Socket
-	buf   Buffer
-	n     int
-	dst   RemoteBuffer
-	info  ConnInfo
-	err   error
-	reply func(ConnInfo, error)
-}
-
 func newThread(ep *Endpoint, idx int) (*IOThread, error) {
 	t := &IOThread{ep: ep, idx: idx, cfg: ep.cfg, alloc: ep.p.Allocator,
 		byQPN: make(map[uint32]*engine)}
@@ -133,37 +108,6 @@ func newThread(ep *Endpoint, idx int) (*IOThread, error) {
 	return t, nil
 }
 
-func (t *IOThread) setupSRQ() error {
-	d, size := t.cfg.SRQDepth, t.cfg.RecvBufSize
-	srq, err := t.ep.p.PD.CreateSRQ(verbs.SRQInitAttr{MaxWR: d, MaxSGE: 1, TD: t.td})
-	if err != nil {
-		return fmt.Errorf("byteexpress: thread %d: create SRQ: %w", t.idx, err)
-	}
-	t.srq = srq
-	if t.srqMem, err = t.allocate(d * size); err != nil {
-		return err
-	}
-	t.srqBytes = t.srqMem.Bytes()
-	t.srqWRs = make([]verbs.RecvWR, d)
-	t.srqSGEs = make([]verbs.SGE, d)
-	for i := range t.srqWRs {
-		t.srqSGEs[i] = verbs.SGE{Addr: t.srqMem.Addr() + uintptr(i*size), Length: uint32(size), LKey: t.srqMem.LKey()}
-		t.srqWRs[i].SGL = t.srqSGEs[i : i+1 : i+1]
-		t.srqWRs[i].ID = wrRecv | wrSRQ | uint64(i)
-		if i+1 < d {
-			t.srqWRs[i].Next = &t.srqWRs[i+1]
-		}
-	}
-	t.ops.PostRecvs++
-	t.ops.RecvWRs += d
-	if _, err := srq.PostRecv(&t.srqWRs[0]); err != nil {
-		return fmt.Errorf("byteexpress: thread %d: post SRQ: %w", t.idx, err)
-	}
-	t.srqWRs[d-1].Next = nil
-	t.srqReturn = make([]uint32, 0, d)
-	return nil
-}
-
 // Index is the thread's position in Endpoint.Threads.
 func (t *IOThread) Index() int { return t.idx }
 
@@ -171,50 +115,6 @@ func (t *IOThread) Index() int { return t.idx }
 // without a Mailbox: the simulator adapter schedules a Poll. f must not
 // call Poll itself. Call it before the thread is used.
 func (t *IOThread) SetWakeup(f func()) { t.wake = f }
-
-// Command is a queued API call for an I/O thread, opaque outside the core:
-// a Mailbox only stores and returns it.
-type Command struct{ c cmd }
-
-// Mailbox carries commands to an I/O thread from goroutines other than the
-// one that polls it: the thread's only cross-goroutine state. The simulator
-// drives everything from one goroutine and needs none; package realtime
-// provides one for real hosts, so only they pay for the locking.
-type Mailbox interface {
-	// Post queues c (from any goroutine) and wakes the poller; false once
-	// the mailbox is closed.
-	Post(c Command) bool
-	// Take appends the queued commands to buf, in Post order, and returns
-	// it (polling goroutine only).
-	Take(buf []Command) []Command
-	// Pending reports whether commands are queued.
-	Pending() bool
-	// Close refuses further Posts and returns the commands still queued.
-	Close() []Command
-}
-
-// SetMailbox routes every command for this thread through m, from
-// whichever goroutine it comes. Call it before the endpoint is used from
-// more than one goroutine (realtime.Attach does).
-func (t *IOThread) SetMailbox(m Mailbox) { t.mb = m }
-
-// Mailbox is the installed Mailbox, nil if none.
-func (t *IOThread) Mailbox() Mailbox { return t.mb }
-
-// push queues a command; false if the thread is closed.
-func (t *IOThread) push(c cmd) bool {
-	if t.mb != nil {
-		return t.mb.Post(Command{c})
-	}
-	if t.closed {
-		return false
-	}
-	t.inbox = append(t.inbox, c)
-	if t.wake != nil {
-		t.wake()
-	}
-	return true
-}
 
 // Poll runs one step at time now (the caller's monotonic clock; earlier
 // values than a previous call are treated as that call's time):
@@ -261,93 +161,6 @@ func (t *IOThread) Poll(now time.Duration) Ready {
 	}
 	t.stats.Ops.add(&t.ops)
 	return Ready{Events: t.events, Next: next, Ops: t.ops}
-}
-
-func (t *IOThread) hasPending() bool {
-	return len(t.inbox) > 0 || (t.mb != nil && t.mb.Pending())
-}
-
-func (t *IOThread) drainInbox() {
-	if t.mb != nil {
-		t.mbuf = t.mb.Take(t.mbuf[:0])
-		for i := range t.mbuf {
-			t.ops.Commands++
-			t.handle(&t.mbuf[i].c)
-			t.mbuf[i] = Command{}
-		}
-	}
-	cmds := t.inbox
-	t.inbox = t.spare[:0]
-	for i := range cmds {
-		t.ops.Commands++
-		t.handle(&cmds[i])
-		cmds[i] = cmd{}
-	}
-	t.spare = cmds[:0]
-}
-
-func (t *IOThread) handle(c *cmd) {
-	e := c.e
-	switch c.kind {
-	case cmdCreate, cmdCreatePassive:
-		t.createEngine(e, c)
-	case cmdConnectDone:
-		if e.state != engConnecting {
-			return
-		}
-		if c.err != nil {
-			e.fail(fmt.Errorf("byteexpress: connect to %s: %w", e.remote, c.err))
-			return
-		}
-		if err := e.connect(c.info); err != nil {
-			e.fail(err)
-			return
-		}
-		e.up()
-	case cmdAttach:
-		s := c.s
-		switch e.state {
-		case engFailed:
-			s.state = sockGone
-			s.dead.Store(true)
-			t.emit(Event{Kind: EvSocketFailed, Socket: s, Remote: e.remote, Err: e.failErr()})
-		case engUp:
-			e.openSocket(s)
-			e.rrUpdate(s)
-			e.markDirty()
-		default:
-			e.waiting = append(e.waiting, s)
-		}
-	case cmdSend, cmdSendTo:
-		s := c.s
-		if s.state == sockGone || s.closing {
-			t.emit(Event{Kind: EvSendFailed, Socket: s, Remote: e.remote, Buf: c.buf, Len: c.n, Err: ErrClosed})
-			return
-		}
-		m := t.newMsg()
-		m.sock, m.buf, m.n = s, c.buf, c.n
-		if c.kind == cmdSendTo {
-			m.prebuilt, m.dst = true, c.dst
-		}
-		e.enqueue(s, m)
-	case cmdClose:
-		s := c.s
-		if s.state == sockGone || s.closing {
-			return
-		}
-		s.closing = true
-		if s.state == sockOpen {
-			e.rrUpdate(s)
-			e.markDirty()
-		}
-	}
-}
-
-func (e *engine) failErr() error {
-	if e.err != nil {
-		return e.err
-	}
-	return ErrClosed
 }
 
 func (t *IOThread) createEngine(e *engine, c *cmd) {
@@ -466,22 +279,6 @@ func (t *IOThread) dispatch(wc *verbs.WC) {
 	}
 	size := t.cfg.RecvBufSize
 	e.onRecv(wc, e.recvBytes[idx*size:idx*size+min(int(wc.ByteLen), size)])
-}
-
-// repostSRQ re-posts consumed SRQ buffers with one post call.
-func (t *IOThread) repostSRQ() {
-	r := t.srqReturn
-	for j, i := range r {
-		if j+1 < len(r) {
-			t.srqWRs[i].Next = &t.srqWRs[r[j+1]]
-		} else {
-			t.srqWRs[i].Next = nil
-		}
-	}
-	t.ops.PostRecvs++
-	t.ops.RecvWRs += len(r)
-	_, _ = t.srq.PostRecv(&t.srqWRs[r[0]])
-	t.srqReturn = r[:0]
 }
 
 func (t *IOThread) fireTimers() {
@@ -626,49 +423,5 @@ func (t *IOThread) shutdown() {
 	if t.td != nil {
 		_ = t.td.Dealloc()
 		t.td = nil
-	}
-}
-
-// ---- timer heap over engines ----
-
-type timerHeap []*engine
-
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].timerAt < h[j].timerAt }
-func (h timerHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = i
-	h[j].heapIdx = j
-}
-func (h *timerHeap) Push(x any) {
-	e := x.(*engine)
-	e.heapIdx = len(*h)
-	*h = append(*h, e)
-}
-func (h *timerHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	e.heapIdx = -1
-	return e
-}
-
-// update places e according to e.timerAt (Never: off the heap).
-func (h *timerHeap) update(e *engine) {
-	switch {
-	case e.timerAt == Never && e.heapIdx >= 0:
-		heap.Remove(h, e.heapIdx)
-	case e.timerAt == Never:
-	case e.heapIdx >= 0:
-		heap.Fix(h, e.heapIdx)
-	default:
-		heap.Push(h, e)
-	}
-}
-
-func (h *timerHeap) remove(e *engine) {
-	if e.heapIdx >= 0 {
-		heap.Remove(h, e.heapIdx)
 	}
 }
