@@ -1,10 +1,11 @@
-// Package verbstest is the conformance suite that every implementation of
-// the verbs port must pass: the simulated RNIC (package rnic, virtual time),
-// the libibverbs backend (package verbs/ibv, real hardware) and the
-// in-memory test double verbs/fakeverbs, which is also the suite's
-// reference model (its tests plant bugs and require the suite to fail). One suite
-// keeps the two honest with each other, so that what the ByteExpress core
-// learns in simulation also holds on a device.
+// Package verbstest sits beside the verbs port (paper §2.2, §5.4): it is
+// the conformance suite that every implementation must pass, the simulated
+// RNIC (package rnic, virtual time), the libibverbs backend (package
+// verbs/ibv, real hardware) and the in-memory test double verbs/fakeverbs.
+// fakeverbs is also the suite's reference model: its tests plant bugs and
+// require the suite to fail. One suite keeps the backends honest with each
+// other, so that what the ByteExpress core learns in simulation, and in its
+// tests on fakeverbs, also holds on a device.
 //
 // The cases follow the verbs semantics the paper relies on: the RC/UD
 // transports and QP state machine of §2.2; chained posts with one doorbell and
