@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/besim/besim/report"
@@ -13,48 +14,53 @@ import (
 // bench is a benchmark scenario: rnic.PerfTest or rnic.MsgRateTest per
 // point, each on its own kernel (two NICs back to back on one wire).
 type bench struct {
-	events uint64
+	s    *scenarios.Scenario
+	runs int
+	run  func(s *scenarios.Scenario, r *report.Result)
 }
 
-func buildBenchmark(s *scenarios.Scenario) (*Sim, error) {
-	b := s.Benchmark
-	// Check the NIC model once per distinct link rate, so that a bad
-	// combination is an error before the run.
-	rates := map[scenarios.Rate]bool{}
-	switch b.Kind {
-	case scenarios.Perftest:
-		for _, r := range b.PerfRuns() {
-			rates[r.Rate] = true
+func init() {
+	Register(string(scenarios.Perftest), func(s *scenarios.Scenario) (Runner, error) {
+		var rates []scenarios.Rate
+		for _, r := range s.Benchmark.PerfRuns() {
+			rates = append(rates, r.Rate)
 		}
-	case scenarios.MsgRate:
-		rates[b.Rate] = true
-	default:
-		return nil, s.Errorf("benchmark.kind", "unknown benchmark %q", b.Kind)
-	}
-	for r := range rates {
+		return newBench(s, rates, len(s.Benchmark.PerfRuns()), runPerftest)
+	})
+	Register(string(scenarios.MsgRate), func(s *scenarios.Scenario) (Runner, error) {
+		b := s.Benchmark
+		return newBench(s, []scenarios.Rate{b.Rate}, len(b.QPs)*len(b.ThreadDomains), runMsgRate)
+	})
+}
+
+// newBench checks the NIC model once per distinct link rate, so that a bad
+// combination is an error before the run.
+func newBench(s *scenarios.Scenario, rates []scenarios.Rate, runs int, run func(*scenarios.Scenario, *report.Result)) (*bench, error) {
+	seen := map[scenarios.Rate]bool{}
+	for _, r := range rates {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
 		if _, err := NICConfig(s, int64(r)); err != nil {
 			return nil, err
 		}
 	}
-	return &Sim{Scenario: s, bench: &bench{}}, nil
+	return &bench{s: s, runs: runs, run: run}, nil
 }
 
-func (b *bench) runs(s *scenarios.Scenario) int {
-	if s.Benchmark.Kind == scenarios.Perftest {
-		return len(s.Benchmark.PerfRuns())
-	}
-	return len(s.Benchmark.QPs) * len(s.Benchmark.ThreadDomains)
+func (b *bench) Explain(w io.Writer) error {
+	s := b.s
+	_, err := fmt.Fprintf(w, "%s: valid (benchmark %s, %d runs, %s measured after %s warmup each)\n",
+		s.Name, s.Benchmark.Kind, b.runs, s.Duration, s.Benchmark.Warmup)
+	return err
 }
 
-func (b *bench) run(s *scenarios.Scenario) *report.Result {
-	r := &report.Result{Tool: "besim", Scenario: s.Name, Seed: s.Seed, Duration: s.Duration.String()}
-	switch s.Benchmark.Kind {
-	case scenarios.Perftest:
-		runPerftest(s, r)
-	case scenarios.MsgRate:
-		runMsgRate(s, r)
-	}
-	return r
+func (b *bench) Run() (*report.Result, error) {
+	r := NewResult(b.s)
+	b.run(b.s, r)
+	Events(r, 0)
+	return r, nil
 }
 
 // rateKey is "25G" for whole Gb/s, else the rate's own spelling.

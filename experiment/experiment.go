@@ -14,7 +14,6 @@ package experiment
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/faults"
@@ -30,12 +29,12 @@ type Sim struct {
 	Net      *fabric.Network // nil for a benchmark
 	flows    []flowRef       // scenario flow instance of each fabric flow id
 
-	hosts  []*rdmaHost  // hosts.nic: rnic, by host index
-	rflows []*rdmaFlow  // rc and ud flows, in ExpandFlows order
-	bench  *bench       // benchmark scenarios
-	work   *workloadSim // workload scenarios
+	hosts  []*rdmaHost // hosts.nic: rnic, by host index
+	rflows []*rdmaFlow // rc and ud flows, in ExpandFlows order
 	inj    *faults.Injector
 }
+
+func init() { Register(Flows, func(s *scenarios.Scenario) (Runner, error) { return buildFlows(s) }) }
 
 type flowRef struct {
 	name string
@@ -143,14 +142,8 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 	return c, nil
 }
 
-// Build assembles the simulation of s.
-func Build(s *scenarios.Scenario) (*Sim, error) {
-	if s.Benchmark != nil {
-		return buildBenchmark(s)
-	}
-	if s.Workload != nil {
-		return buildWorkload(s)
-	}
+// buildFlows assembles the simulation of a flow scenario.
+func buildFlows(s *scenarios.Scenario) (*Sim, error) {
 	cfg, err := FabricConfig(s)
 	if err != nil {
 		return nil, err
@@ -201,33 +194,15 @@ func (x *Sim) scheduleFaults() error {
 	return nil
 }
 
-// Run simulates the scenario's duration and reports. The wall-clock Timing
-// is set on the result; writers leave it out of files that must be
-// byte-identical across runs.
-func (x *Sim) Run() *report.Result {
-	if x.work != nil {
-		return x.runWorkload()
+// Run simulates the scenario's duration and reports.
+func (x *Sim) Run() (*report.Result, error) {
+	x.Net.Run(x.Scenario.Duration.Time())
+	r := x.Result()
+	if x.inj != nil {
+		FaultsResult(r, x.inj.Log, x.Net.Report().Totals)
 	}
-	start := time.Now()
-	var r *report.Result
-	var ev uint64
-	if x.bench != nil {
-		r = x.bench.run(x.Scenario)
-		ev = x.bench.events
-	} else {
-		x.Net.Run(x.Scenario.Duration.Time())
-		r = x.Result()
-		if x.inj != nil {
-			faultsResult(r, x.inj.Log, x.Net.Report().Totals)
-		}
-		ev = x.Kernel.Events()
-	}
-	wall := time.Since(start).Seconds()
-	r.Timing = &report.Timing{WallSeconds: wall, Events: ev}
-	if wall > 0 {
-		r.Timing.EventsPerSecond = float64(ev) / wall
-	}
-	return r
+	Events(r, x.Kernel.Events())
+	return r, nil
 }
 
 // Explain writes what `besim validate` prints for a valid scenario: a
@@ -235,14 +210,6 @@ func (x *Sim) Run() *report.Result {
 // BDP (fabric.Network.WriteExplain).
 func (x *Sim) Explain(w io.Writer) error {
 	s := x.Scenario
-	if x.work != nil {
-		return x.work.explain(s, w)
-	}
-	if x.bench != nil {
-		_, err := fmt.Fprintf(w, "%s: valid (benchmark %s, %d runs, %s measured after %s warmup each)\n",
-			s.Name, s.Benchmark.Kind, x.bench.runs(s), s.Duration, s.Benchmark.Warmup)
-		return err
-	}
 	fmt.Fprintf(w, "%s: valid (%d hosts, %d flows, %s)\n", s.Name, x.Net.NumHosts(), len(s.ExpandFlows()), s.Duration)
 	if s.Hosts.NIC == scenarios.RNICModel {
 		c := x.hosts[0].nic.Config()

@@ -40,7 +40,10 @@ func runJSON(t *testing.T, name string, seed uint64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := x.Run()
+	r, err := x.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.Timing = nil
 	var b bytes.Buffer
 	if err := r.WriteJSON(&b); err != nil {
@@ -83,7 +86,11 @@ func TestEmbeddedScenarioPhysics(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := map[string]float64{}
-		for _, v := range x.Run().Metrics {
+		r, err := x.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range r.Metrics {
 			m[v.Name] = v.Value
 		}
 		return m

@@ -37,8 +37,8 @@ func FaultSpecs(s *scenarios.Scenario) []faults.Spec {
 	return out
 }
 
-// faultsResult adds what the injector did and what the faulty links lost.
-func faultsResult(r *report.Result, log []faults.Event, t fabric.Totals) {
+// FaultsResult adds what the injector did and what the faulty links lost.
+func FaultsResult(r *report.Result, log []faults.Event, t fabric.Totals) {
 	if len(log) == 0 {
 		return
 	}

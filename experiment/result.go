@@ -14,12 +14,6 @@ const maxSeries = 4 // queue-depth series kept in a result: the deepest queues
 
 // Result reduces the fabric's counters at the current instant.
 func (x *Sim) Result() *report.Result {
-	if x.bench != nil {
-		return x.bench.run(x.Scenario)
-	}
-	if x.work != nil {
-		return x.work.run(x.Scenario)
-	}
 	rep := x.Net.Report()
 	s := x.Scenario
 	r := &report.Result{Tool: "besim", Scenario: s.Name, Seed: s.Seed, Duration: rep.Time.String()}

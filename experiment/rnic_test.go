@@ -30,7 +30,11 @@ func runScenario(t *testing.T, s *scenarios.Scenario) *report.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return x.Run()
+	r, err := x.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func runBuiltin(t *testing.T, name string) *report.Result {

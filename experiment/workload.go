@@ -3,7 +3,6 @@ package experiment
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/report"
@@ -17,10 +16,16 @@ import (
 // workloadSim is a workload scenario (section workload): the ByteExpress
 // core over simhost, driven by package workloads.
 type workloadSim struct {
-	cfg    workloads.IncastConfig // incast-pull
-	ps     *workloads.PSConfig    // ps-cluster
-	fo     *workloads.FailoverConfig
-	events uint64
+	s       *scenarios.Scenario
+	fabric  fabric.Config // the fabric Explain describes
+	summary func(out io.Writer) error
+	run     func(r *report.Result) (events uint64, err error)
+}
+
+func init() {
+	Register(string(scenarios.IncastPull), buildIncast)
+	Register(string(scenarios.PSCluster), buildPS)
+	Register(string(scenarios.Failover), buildFailover)
 }
 
 // IncastConfig translates a workload scenario of kind incast-pull.
@@ -41,115 +46,101 @@ func IncastConfig(s *scenarios.Scenario) (workloads.IncastConfig, error) {
 	return cfg, nil
 }
 
-func buildWorkload(s *scenarios.Scenario) (*Sim, error) {
-	switch s.Workload.Kind {
-	case scenarios.PSCluster:
-		cfg, err := PSConfig(s)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Faults = FaultSpecs(s)
-		return &Sim{Scenario: s, work: &workloadSim{ps: &cfg}}, nil
-	case scenarios.Failover:
-		cfg, err := FailoverConfig(s)
-		if err != nil {
-			return nil, err
-		}
-		return &Sim{Scenario: s, work: &workloadSim{fo: &cfg}}, nil
-	}
+func buildIncast(s *scenarios.Scenario) (Runner, error) {
 	if len(s.Faults) > 0 {
 		return nil, s.Errorf("faults", "not supported by workload kind %s (use ps-cluster, failover, or flows)", s.Workload.Kind)
-	}
-	if s.Workload.Kind != scenarios.IncastPull {
-		return nil, s.Errorf("workload.kind", "unknown workload %q", s.Workload.Kind)
 	}
 	cfg, err := IncastConfig(s)
 	if err != nil {
 		return nil, err
 	}
-	return &Sim{Scenario: s, work: &workloadSim{cfg: cfg}}, nil
+	t := s.Fabric.Topology
+	return &workloadSim{s: s, fabric: cfg.Cluster.Fabric,
+		summary: func(out io.Writer) error {
+			win := "no software window"
+			if c := cfg.Cluster.BE.Cwnd; c > 0 {
+				win = fmt.Sprintf("send window %d B per engine", c)
+			}
+			_, err := fmt.Fprintf(out, "%s: valid (workload %s: %d workers pulling from %d servers, %s, fragments %d B; leaf-spine of %d leaves x %d hosts, 1 spine; %s measured after setup + %s warmup)\n",
+				s.Name, s.Workload.Kind, cfg.Workers, cfg.Servers, win, cfg.Cluster.BE.FragSize, t.Leaves, t.HostsPerLeaf, s.Duration, s.Workload.Warmup)
+			return err
+		},
+		run: func(r *report.Result) (uint64, error) {
+			res, err := workloads.RunIncast(cfg)
+			if err != nil {
+				return 0, err
+			}
+			IncastResult(r, &cfg, res)
+			return res.Events, nil
+		}}, nil
 }
 
-func (w *workloadSim) explain(s *scenarios.Scenario, out io.Writer) error {
-	if err := w.summary(s, out); err != nil {
+func buildPS(s *scenarios.Scenario) (Runner, error) {
+	cfg, err := PSConfig(s)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Faults = FaultSpecs(s)
+	t := s.Fabric.Topology
+	return &workloadSim{s: s, fabric: cfg.Cluster.Fabric,
+		summary: func(out io.Writer) error {
+			p := &cfg
+			_, err := fmt.Fprintf(out, "%s: valid (workload ps-cluster: %d shards on %d servers, %d rankers (fan-out %d), %d trainers (%d shards, compute %s), window %d B (0: none); leaf-spine of %d leaves x %d hosts, 1 spine; %s measured after setup + %s warmup)\n",
+				s.Name, p.Shards, p.Servers, p.Rankers, p.FanOut, p.Trainers, p.TrainerShards, p.Compute, p.Cluster.BE.Cwnd, t.Leaves, t.HostsPerLeaf, s.Duration, s.Workload.Warmup)
+			return err
+		},
+		run: func(r *report.Result) (uint64, error) {
+			res, err := workloads.RunPS(cfg)
+			if err != nil {
+				return 0, err
+			}
+			PSResult(r, &cfg, res)
+			FaultsResult(r, res.Faults, res.Report.Totals)
+			return res.Events, nil
+		}}, nil
+}
+
+func buildFailover(s *scenarios.Scenario) (Runner, error) {
+	cfg, err := FailoverConfig(s)
+	if err != nil {
+		return nil, err
+	}
+	return &workloadSim{s: s, fabric: cfg.Cluster.Fabric,
+		summary: func(out io.Writer) error {
+			f := &cfg
+			_, err := fmt.Fprintf(out, "%s: valid (workload failover: %d shards on replica pairs in two mini-pods, %d clients x %d fetches of %d B through the RPC layer (Tr %v), %d faults; %s simulated after setup)\n",
+				s.Name, f.Shards, f.Clients, f.Outstanding, f.Response, f.RPC.RequestTimeout, len(f.Faults), s.Duration)
+			return err
+		},
+		run: func(r *report.Result) (uint64, error) {
+			res, err := workloads.RunFailover(cfg)
+			if err != nil {
+				return 0, err
+			}
+			FailoverResult(r, &cfg, res)
+			FaultsResult(r, res.Faults, res.Report.Totals)
+			return res.Events, nil
+		}}, nil
+}
+
+func (w *workloadSim) Explain(out io.Writer) error {
+	if err := w.summary(out); err != nil {
 		return err
 	}
 	// The derived thresholds, headroom and BDP of the fabric the workload
 	// runs on.
-	fc := w.cfg.Cluster.Fabric
-	if w.ps != nil {
-		fc = w.ps.Cluster.Fabric
-	}
-	if w.fo != nil {
-		fc = w.fo.Cluster.Fabric
-	}
-	net, err := fabric.New(sim.NewKernel(), fc)
+	net, err := fabric.New(sim.NewKernel(), w.fabric)
 	if err != nil {
-		return s.Errorf("fabric", "%v", err)
+		return w.s.Errorf("fabric", "%v", err)
 	}
 	return net.WriteExplain(out)
 }
 
-func (w *workloadSim) summary(s *scenarios.Scenario, out io.Writer) error {
-	t := s.Fabric.Topology
-	if f := w.fo; f != nil {
-		_, err := fmt.Fprintf(out, "%s: valid (workload failover: %d shards on replica pairs in two mini-pods, %d clients x %d fetches of %d B through the RPC layer (Tr %v), %d faults; %s simulated after setup)\n",
-			s.Name, f.Shards, f.Clients, f.Outstanding, f.Response, f.RPC.RequestTimeout, len(f.Faults), s.Duration)
-		return err
-	}
-	if p := w.ps; p != nil {
-		_, err := fmt.Fprintf(out, "%s: valid (workload ps-cluster: %d shards on %d servers, %d rankers (fan-out %d), %d trainers (%d shards, compute %s), window %d B (0: none); leaf-spine of %d leaves x %d hosts, 1 spine; %s measured after setup + %s warmup)\n",
-			s.Name, p.Shards, p.Servers, p.Rankers, p.FanOut, p.Trainers, p.TrainerShards, p.Compute, p.Cluster.BE.Cwnd, t.Leaves, t.HostsPerLeaf, s.Duration, s.Workload.Warmup)
-		return err
-	}
-	win := "no software window"
-	if c := w.cfg.Cluster.BE.Cwnd; c > 0 {
-		win = fmt.Sprintf("send window %d B per engine", c)
-	}
-	_, err := fmt.Fprintf(out, "%s: valid (workload %s: %d workers pulling from %d servers, %s, fragments %d B; leaf-spine of %d leaves x %d hosts, 1 spine; %s measured after setup + %s warmup)\n",
-		s.Name, s.Workload.Kind, w.cfg.Workers, w.cfg.Servers, win, w.cfg.Cluster.BE.FragSize, t.Leaves, t.HostsPerLeaf, s.Duration, s.Workload.Warmup)
-	return err
-}
-
-func (w *workloadSim) run(s *scenarios.Scenario) *report.Result {
-	r := &report.Result{Tool: "besim", Scenario: s.Name, Seed: s.Seed, Duration: s.Duration.String()}
-	switch {
-	case w.fo != nil:
-		res, err := workloads.RunFailover(*w.fo)
-		if err == nil {
-			w.events = res.Events
-			FailoverResult(r, w.fo, res)
-			faultsResult(r, res.Faults, res.Report.Totals)
-		}
-		return failedNote(r, err)
-	case w.ps != nil:
-		res, err := workloads.RunPS(*w.ps)
-		if err == nil {
-			w.events = res.Events
-			PSResult(r, w.ps, res)
-			faultsResult(r, res.Faults, res.Report.Totals)
-		}
-		return failedNote(r, err)
-	}
-	res, err := workloads.RunIncast(w.cfg)
-	if err != nil {
-		// No metrics: a sweep or search over a failed point must not read
-		// it as "no PFC".
-		r.Notes = append(r.Notes, fmt.Sprintf("workload failed: %v", err))
-		return r
-	}
-	w.events = res.Events
-	IncastResult(r, &w.cfg, res)
-	return r
-}
-
-// failedNote notes a workload that failed (and leaves its metrics out: a
-// sweep or search over a failed point must not read it as "no PFC").
-func failedNote(r *report.Result, err error) *report.Result {
-	if err != nil {
-		r.Notes = append(r.Notes, fmt.Sprintf("workload failed: %v", err))
-	}
-	return r
+func (w *workloadSim) Run() (*report.Result, error) {
+	r := NewResult(w.s)
+	ev, err := w.run(r)
+	Events(r, ev)
+	return r, Failed(r, err)
 }
 
 // IncastResult adds one incast run's metrics, tables and notes to r.
@@ -170,7 +161,7 @@ func IncastResult(r *report.Result, cfg *workloads.IncastConfig, res *workloads.
 		r.Add("victim/goodput", res.VictimGbps, "Gbps")
 		r.Add("victim/paused", res.VictimPaused.Seconds()*1e6, "us")
 	}
-	fabricMetrics(r, &t)
+	FabricMetrics(r, &t)
 	r.Add("cpu/server_util", res.ServerCPU, "")
 	r.Add("cpu/worker_util", res.WorkerCPU, "")
 	r.Add("workload/setup", res.Setup.Seconds()*1e6, "us")
@@ -223,18 +214,6 @@ func IncastResult(r *report.Result, cfg *workloads.IncastConfig, res *workloads.
 	for _, e := range res.Errors {
 		r.Notes = append(r.Notes, "error: "+e.Error())
 	}
-}
-
-// runWorkload is Sim.Run for a workload scenario.
-func (x *Sim) runWorkload() *report.Result {
-	start := time.Now()
-	r := x.work.run(x.Scenario)
-	wall := time.Since(start).Seconds()
-	r.Timing = &report.Timing{WallSeconds: wall, Events: x.work.events}
-	if wall > 0 {
-		r.Timing.EventsPerSecond = float64(x.work.events) / wall
-	}
-	return r
 }
 
 // clusterConfig is the simhost configuration of a workload scenario.
@@ -337,7 +316,7 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 	}
 	r.Add("client/goodput", res.ClientGbps, "Gbps")
 	r.Add("server/goodput", res.ServerGbps, "Gbps")
-	fabricMetrics(r, &t)
+	FabricMetrics(r, &t)
 	r.Add("pfc/frames_tx_interval", float64(res.PFCFramesInterval), "frames")
 	r.Add("pfc/host_paused_interval", res.HostPausedInterval.Seconds()*1e6, "us")
 	cpu := report.Table{Name: "cpu", Title: "Modelled CPU per host, % of one core, over the measured interval (the classes of the paper's Table 5)",
@@ -375,9 +354,9 @@ func PSResult(r *report.Result, cfg *workloads.PSConfig, res *workloads.PSResult
 	}
 }
 
-// fabricMetrics adds the whole run's PFC and fabric totals that both
+// FabricMetrics adds the whole run's PFC and fabric totals that both
 // workloads report (SCHEMA.md lists them).
-func fabricMetrics(r *report.Result, t *fabric.Totals) {
+func FabricMetrics(r *report.Result, t *fabric.Totals) {
 	r.Add("pfc/frames_tx", float64(t.PFCFramesTx), "frames")
 	r.Add("pfc/xoff_events", float64(t.XOFFEvents), "")
 	r.Add("pfc/host_paused", t.HostPausedTime.Seconds()*1e6, "us")

@@ -40,7 +40,10 @@ func TestWorkloadRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := x.Run()
+		r, err := x.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if r.Timing == nil || r.Timing.Events == 0 {
 			t.Error("no timing")
 		}

@@ -145,7 +145,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res := x.Run()
+	res, runErr := x.Run()
+	if res == nil {
+		return runErr
+	}
 	timing := res.Timing
 	res.Timing = nil // files and summary stay byte-identical across runs
 	dir := *out
@@ -169,7 +172,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "simulated %s in %.2fs wall (%d events, %.2fM events/s)\n",
 		res.Duration, timing.WallSeconds, timing.Events, timing.EventsPerSecond/1e6)
-	return nil
+	// A failed run still writes its result (with the note saying why)
+	// and then exits 1.
+	return runErr
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
