@@ -231,7 +231,7 @@ type psPeer struct {
 // runServerBE is ps-server over verbs: the same answers as runServer, one
 // count and one random stream per client, until every expected client has
 // sent its end marker (or the run is stopped).
-func (r *ps) runServerBE(ctx context.Context, spec Spec) (Result, error) {
+func (r *psRole) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 	n := r.node
 	var (
 		mu      sync.Mutex
@@ -315,7 +315,7 @@ func (r *ps) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 // answer is a ps-server's reply to request m from client c: the fetch
 // response, push acknowledgement or end-marker count, in resp's backing
 // array if it is large enough. Both transports' servers use it.
-func (r *ps) answer(c *psPeer, m, resp []byte) ([]byte, error) {
+func (r *psRole) answer(c *psPeer, m, resp []byte) ([]byte, error) {
 	if len(m) < psHdr {
 		return nil, fmt.Errorf("request of %d bytes, want at least %d", len(m), psHdr)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/scenarios"
+	_ "github.com/besim/besim/workloads/all" // every scenario kind
 )
 
 const usage = `besim: discrete-event simulator of the ByteExpress RDMA stack
