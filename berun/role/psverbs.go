@@ -23,7 +23,7 @@ import (
 // The ps roles over verbs (param transport: verbs): the ByteExpress core
 // that besim simulates runs unchanged on the host's RDMA device, with the
 // scenario's engine settings (send window, fragment size, SRQ, queue
-// depths: Cluster.BE of experiment.PSConfig), a bemalloc pool registered on
+// depths: app.Engine, as besim gives its simulated engines), a bemalloc pool registered on
 // the device's PD, the engine exchange over TCP on the role's bind address
 // (realtime.TCPConnector, realtime.Serve) and one wall-clock driver per I/O
 // thread (realtime.Run). The traffic logic is the TCP roles' (ps.go); only
