@@ -1,14 +1,21 @@
-// Package experiment assembles a simulation from a validated scenario and
-// reduces what it measured to a report.Result. It is the glue between the
-// scenario schema (package scenarios) and the models (fabric, the simulated
-// RNIC and DCQCN, and later the ByteExpress core and the workloads), so
-// that cmd/besim stays a thin command line.
+// Package experiment sits between the scenario schema (package scenarios)
+// and the experiment packages under workloads/, below cmd/besim and sweep:
+// it is the registry of scenario kinds and the assembly every kind shares
+// (all of the paper's simulated experiments go through it).
 //
-// Three kinds of run: raw flows on the fabric (hosts.nic: raw); rc and ud
-// flows between simulated RNICs on the fabric (hosts.nic: rnic), driven by
-// the small verbs application in apps.go; and benchmarks (perftest,
-// msgrate) that run rnic.PerfTest or rnic.MsgRateTest per point and print
-// the model next to the paper's numbers.
+// Registry: each package under workloads/ registers a Builder for its kind
+// in its init (Register); Build picks the builder by Kind (a workload kind,
+// a benchmark kind, or Flows) and returns a Runner, whose Run adds the wall
+// time to the result and returns an error as well as the result's note when
+// the simulation could not be built or completed. Link workloads/all to
+// have every kind.
+//
+// Shared assembly: FabricConfig (the fabric section), NICConfig and
+// DCQCNConfig (the rnic and dcqcn sections), ClusterConfig (simhost for a
+// workload), FaultSpecs and FaultsResult (the faults section and what the
+// injector did), FabricMetrics (the PFC and fabric totals the workloads
+// report), the Workload and benchmark runners (NewBenchmark), NewResult,
+// Failed, Events, and Write (result.json and CSVs).
 package experiment
 
 import (
