@@ -208,3 +208,28 @@ func TestAckTimeoutKey(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateExplains: validate's explanation covers the NICs and
+// every benchmark kind.
+func TestValidateExplains(t *testing.T) {
+	for name, want := range map[string]string{
+		"dcqcn-incast": "DCQCN (g 0.0039062",
+		"table2":       "benchmark perftest, 8 runs",
+		"fig11":        "benchmark msgrate, 14 runs",
+		"fig10":        "benchmark fragsize, 16 runs, 13.4217728ms measured after 6.7108864ms warmup each",
+		"fig13":        "benchmark hol, 10 runs, 20ms measured after 2ms warmup each",
+	} {
+		s, err := scenarios.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := experiment.Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := x.Explain(&b); err != nil || !strings.Contains(b.String(), want) {
+			t.Errorf("%s: %v\n%s", name, err, b.String())
+		}
+	}
+}

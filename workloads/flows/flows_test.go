@@ -2,12 +2,9 @@ package flows
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
-	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/rnic"
-	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/verbs"
 	"github.com/besim/besim/workloads/internal/wltest"
 )
@@ -168,28 +165,5 @@ flows:
 	}
 	if m["flows/delivered"] != 4e6 {
 		t.Errorf("delivered %v bytes, want 4 MB", m["flows/delivered"])
-	}
-}
-
-// TestRNICValidateExplains: validate's explanation covers the NICs and
-// benchmarks.
-func TestRNICValidateExplains(t *testing.T) {
-	for name, want := range map[string]string{
-		"dcqcn-incast": "DCQCN (g 0.0039062",
-		"table2":       "benchmark perftest, 8 runs",
-		"fig11":        "benchmark msgrate, 14 runs",
-	} {
-		s, err := scenarios.Load(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, err := experiment.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := x.Explain(&b); err != nil || !strings.Contains(b.String(), want) {
-			t.Errorf("%s: %v\n%s", name, err, b.String())
-		}
 	}
 }
