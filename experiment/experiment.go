@@ -1,46 +1,29 @@
-// Package experiment assembles a simulation from a validated scenario and
-// reduces what it measured to a report.Result. It is the glue between the
-// scenario schema (package scenarios) and the models (fabric, the simulated
-// RNIC and DCQCN, and later the ByteExpress core and the workloads), so
-// that cmd/besim stays a thin command line.
+// Package experiment sits between the scenario schema (package scenarios)
+// and the experiment packages under workloads/, below cmd/besim and sweep:
+// it is the registry of scenario kinds and the assembly every kind shares
+// (all of the paper's simulated experiments go through it).
 //
-// Three kinds of run: raw flows on the fabric (hosts.nic: raw); rc and ud
-// flows between simulated RNICs on the fabric (hosts.nic: rnic), driven by
-// the small verbs application in apps.go; and benchmarks (perftest,
-// msgrate) that run rnic.PerfTest or rnic.MsgRateTest per point and print
-// the model next to the paper's numbers.
+// Registry: each package under workloads/ registers a Builder for its kind
+// in its init (Register); Build picks the builder by Kind (a workload kind,
+// a benchmark kind, or Flows) and returns a Runner, whose Run adds the wall
+// time to the result and returns an error as well as the result's note when
+// the simulation could not be built or completed. Link workloads/all to
+// have every kind.
+//
+// Shared assembly: FabricConfig (the fabric section), NICConfig and
+// DCQCNConfig (the rnic and dcqcn sections), ClusterConfig (simhost for a
+// workload), FaultSpecs and FaultsResult (the faults section and what the
+// injector did), FabricMetrics (the PFC and fabric totals the workloads
+// report), the Workload and benchmark runners (NewBenchmark), NewResult,
+// Failed, Events, and Write (result.json and CSVs).
 package experiment
 
 import (
 	"fmt"
-	"io"
-	"time"
 
 	"github.com/besim/besim/fabric"
-	"github.com/besim/besim/faults"
-	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
-	"github.com/besim/besim/sim"
 )
-
-// Sim is an assembled, not yet run, simulation.
-type Sim struct {
-	Scenario *scenarios.Scenario
-	Kernel   *sim.Kernel     // nil for a benchmark (each point has its own)
-	Net      *fabric.Network // nil for a benchmark
-	flows    []flowRef       // scenario flow instance of each fabric flow id
-
-	hosts  []*rdmaHost  // hosts.nic: rnic, by host index
-	rflows []*rdmaFlow  // rc and ud flows, in ExpandFlows order
-	bench  *bench       // benchmark scenarios
-	work   *workloadSim // workload scenarios
-	inj    *faults.Injector
-}
-
-type flowRef struct {
-	name string
-	inst scenarios.FlowInstance
-}
 
 // FabricConfig translates the scenario's fabric section.
 func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
@@ -141,119 +124,4 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 		return c, s.Errorf("fabric", "%v", err)
 	}
 	return c, nil
-}
-
-// Build assembles the simulation of s.
-func Build(s *scenarios.Scenario) (*Sim, error) {
-	if s.Benchmark != nil {
-		return buildBenchmark(s)
-	}
-	if s.Workload != nil {
-		return buildWorkload(s)
-	}
-	cfg, err := FabricConfig(s)
-	if err != nil {
-		return nil, err
-	}
-	k := sim.NewKernel()
-	net, err := fabric.New(k, cfg)
-	if err != nil {
-		return nil, s.Errorf("fabric", "%v", err)
-	}
-	x := &Sim{Scenario: s, Kernel: k, Net: net}
-	if s.Hosts.NIC == scenarios.RNICModel {
-		if err := x.buildRNIC(); err != nil {
-			return nil, err
-		}
-		if err := x.scheduleFaults(); err != nil {
-			return nil, err
-		}
-		return x, nil
-	}
-	for _, fi := range s.ExpandFlows() {
-		name := fi.Name
-		id, err := net.AddFlow(fabric.Flow{Src: fabric.NodeID(fi.Src), Dst: fabric.NodeID(fi.Dst),
-			Prio: uint8(fi.Prio), Rate: int64(fi.Rate), Size: int64(fi.Size), Start: fi.Start.Time()})
-		if err != nil {
-			return nil, s.Errorf("flows", "%s: %v", name, err)
-		}
-		for int(id) >= len(x.flows) {
-			x.flows = append(x.flows, flowRef{})
-		}
-		x.flows[id] = flowRef{name: name, inst: fi}
-	}
-	if err := x.scheduleFaults(); err != nil {
-		return nil, err
-	}
-	return x, nil
-}
-
-// scheduleFaults injects the scenario's faults into a flow scenario.
-func (x *Sim) scheduleFaults() error {
-	if len(x.Scenario.Faults) == 0 {
-		return nil
-	}
-	inj, err := faults.Schedule(x.Kernel, x.Net, nil, x.Scenario.Seed, FaultSpecs(x.Scenario))
-	if err != nil {
-		return x.Scenario.Errorf("faults", "%v", err)
-	}
-	x.inj = inj
-	return nil
-}
-
-// Run simulates the scenario's duration and reports. The wall-clock Timing
-// is set on the result; writers leave it out of files that must be
-// byte-identical across runs.
-func (x *Sim) Run() *report.Result {
-	if x.work != nil {
-		return x.runWorkload()
-	}
-	start := time.Now()
-	var r *report.Result
-	var ev uint64
-	if x.bench != nil {
-		r = x.bench.run(x.Scenario)
-		ev = x.bench.events
-	} else {
-		x.Net.Run(x.Scenario.Duration.Time())
-		r = x.Result()
-		if x.inj != nil {
-			faultsResult(r, x.inj.Log, x.Net.Report().Totals)
-		}
-		ev = x.Kernel.Events()
-	}
-	wall := time.Since(start).Seconds()
-	r.Timing = &report.Timing{WallSeconds: wall, Events: ev}
-	if wall > 0 {
-		r.Timing.EventsPerSecond = float64(ev) / wall
-	}
-	return r
-}
-
-// Explain writes what `besim validate` prints for a valid scenario: a
-// one-line summary and, for a fabric, the derived thresholds, headroom and
-// BDP (fabric.Network.WriteExplain).
-func (x *Sim) Explain(w io.Writer) error {
-	s := x.Scenario
-	if x.work != nil {
-		return x.work.explain(s, w)
-	}
-	if x.bench != nil {
-		_, err := fmt.Fprintf(w, "%s: valid (benchmark %s, %d runs, %s measured after %s warmup each)\n",
-			s.Name, s.Benchmark.Kind, x.bench.runs(s), s.Duration, s.Benchmark.Warmup)
-		return err
-	}
-	fmt.Fprintf(w, "%s: valid (%d hosts, %d flows, %s)\n", s.Name, x.Net.NumHosts(), len(s.ExpandFlows()), s.Duration)
-	if s.Hosts.NIC == scenarios.RNICModel {
-		c := x.hosts[0].nic.Config()
-		cc := "no congestion control"
-		if c.CC == "dcqcn" {
-			d := DCQCNConfig(s, int64(s.Fabric.Links.HostRate))
-			cc = fmt.Sprintf("DCQCN (g %.5g, K %s, T %s, B %d B, F %d, R_AI %s, R_HAI %s, min %s, CNP interval %s)",
-				d.G, sim.Time(d.AlphaTimer), sim.Time(d.RateTimer), d.ByteCounter, d.FastRecoveryStages,
-				scenarios.Rate(d.AdditiveIncrease), scenarios.Rate(d.HyperIncrease), scenarios.Rate(d.MinRate), c.CNPInterval)
-		}
-		fmt.Fprintf(w, "hosts: simulated RNICs (RoCE MTU %d, %s), CNPs on priority %d\n", c.PortMTU, cc, c.CNPPrio)
-	}
-	return x.Net.WriteExplain(w)
 }

@@ -1,13 +1,16 @@
-package experiment
+package experiment_test
 
 import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
+	_ "github.com/besim/besim/workloads/all"
+	"github.com/besim/besim/workloads/failover"
+	"github.com/besim/besim/workloads/ps/pssim"
 )
 
 // production are the embedded scenarios of production scale (paper §8).
@@ -36,11 +39,14 @@ func runJSON(t *testing.T, name string, seed uint64) []byte {
 			t.Fatal(err)
 		}
 	}
-	x, err := Build(s)
+	x, err := experiment.Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := x.Run()
+	r, err := x.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.Timing = nil
 	var b bytes.Buffer
 	if err := r.WriteJSON(&b); err != nil {
@@ -78,12 +84,16 @@ func TestEmbeddedScenarioPhysics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		x, err := Build(s)
+		x, err := experiment.Build(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m := map[string]float64{}
-		for _, v := range x.Run().Metrics {
+		r, err := x.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range r.Metrics {
 			m[v.Name] = v.Value
 		}
 		return m
@@ -151,35 +161,11 @@ flows:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Build(s)
+	_, err = experiment.Build(s)
 	if err == nil || !strings.Contains(err.Error(), "two.yaml:") || !strings.Contains(err.Error(), "one set of PFC thresholds") {
 		t.Fatalf("got %v", err)
 	}
 	t.Log(err)
-}
-
-// keepalive interval 0 in a failover scenario turns keepalive off (the
-// core reads 0 as its 100 ms default, so the translation must say -1).
-func TestFailoverKeepaliveOff(t *testing.T) {
-	data, err := scenarios.Builtin("failover")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenarios.Parse("f.yaml", []byte(strings.Replace(string(data), "keepalive: {interval: 100ms, timeout: 500ms}", "keepalive: {interval: 0s}", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := FailoverConfig(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Cluster.BE.KeepaliveInterval >= 0 {
-		t.Errorf("keepalive interval %v, want negative (off)", cfg.Cluster.BE.KeepaliveInterval)
-	}
-	s2, _ := scenarios.Load("failover")
-	if cfg2, _ := FailoverConfig(s2); cfg2.Cluster.BE.KeepaliveInterval != 100*time.Millisecond || cfg2.Cluster.BE.KeepaliveTimeout != 500*time.Millisecond {
-		t.Errorf("failover keepalive %v / %v, want 100ms / 500ms", cfg2.Cluster.BE.KeepaliveInterval, cfg2.Cluster.BE.KeepaliveTimeout)
-	}
 }
 
 // workload.ack_timeout reaches the engines of ps-cluster and failover runs
@@ -201,13 +187,13 @@ func TestAckTimeoutKey(t *testing.T) {
 			}
 			var got uint8
 			if name == "failover" {
-				cfg, err := FailoverConfig(s)
+				cfg, err := failover.FromScenario(s)
 				if err != nil {
 					t.Fatal(err)
 				}
 				got = cfg.Cluster.BE.AckTimeout
 			} else {
-				cfg, err := PSConfig(s)
+				cfg, err := pssim.FromScenario(s)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -219,6 +205,31 @@ func TestAckTimeoutKey(t *testing.T) {
 			if c.want == 18 && !strings.Contains(c.yaml, "ack_timeout: 18") {
 				t.Fatalf("%s: the test did not set the key", name)
 			}
+		}
+	}
+}
+
+// TestValidateExplains: validate's explanation covers the NICs and
+// every benchmark kind.
+func TestValidateExplains(t *testing.T) {
+	for name, want := range map[string]string{
+		"dcqcn-incast": "DCQCN (g 0.0039062",
+		"table2":       "benchmark perftest, 8 runs",
+		"fig11":        "benchmark msgrate, 14 runs",
+		"fig10":        "benchmark fragsize, 16 runs, 13.4217728ms measured after 6.7108864ms warmup each",
+		"fig13":        "benchmark hol, 10 runs, 20ms measured after 2ms warmup each",
+	} {
+		s, err := scenarios.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := experiment.Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := x.Explain(&b); err != nil || !strings.Contains(b.String(), want) {
+			t.Errorf("%s: %v\n%s", name, err, b.String())
 		}
 	}
 }

@@ -11,7 +11,9 @@ set -eu
 cd "$(dirname "$0")/.."
 
 go run ./cmd/besim run -q --out results/table2 table2                 # paper Table 2 (§5.1)
+go run ./cmd/besim run -q --out results/fig10 fig10                   # paper Figure 10 (§6.1)
 go run ./cmd/besim run -q --out results/fig11 fig11                   # paper Figure 11 (§6.2.1)
+go run ./cmd/besim run -q --out results/fig13 fig13                   # paper Figure 13 (§6.1)
 go run ./cmd/besim run -q --out results/dcqcn-incast dcqcn-incast     # DCQCN holds an 8-to-1 incast in the ECN band
 go run ./cmd/besim run -q --out results/pfc-incast pfc-incast         # the same without congestion control: PFC
 go run ./cmd/besim run -q --out results/dcqcn-fairness dcqcn-fairness # two DCQCN flows converge to equal shares

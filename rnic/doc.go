@@ -27,9 +27,11 @@
 // there is work. CQEs are pollable from the instant the NIC's write of them
 // reaches host memory.
 //
-// Measurements for scenarios: PerfTest (ib_send_bw-like, paper §5.1 and
-// Table 2; Table2 runs all four rows) and MsgRateTest (eight I/O threads,
-// QP count, with or without thread domains: paper §6.2.1 and Figure 11).
+// The measurements built on this model live with their experiments:
+// workloads/perftest (ib_send_bw-like, paper §5.1 and Table 2) and
+// workloads/msgrate (eight I/O threads, QP count, with or without thread
+// domains: paper §6.2.1 and Figure 11); LinePayloadGbps is the line payload
+// rate they compare with.
 //
 // # Transport (IBTA vol. 1 ch. 9, RoCEv2 annex A17)
 //

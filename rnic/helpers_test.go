@@ -98,7 +98,7 @@ func rcConnect(t testing.TB, ca, cb *Context, o rcOpts) (a, b *ep) {
 	a, b = mk(ca), mk(cb)
 	for _, x := range [][2]*ep{{a, b}, {b, a}} {
 		q, peer := x[0], x[1]
-		must(t, modifyAll(q.qp, []verbs.QPAttr{
+		must(t, verbs.ModifyAll(q.qp, []verbs.QPAttr{
 			{State: verbs.StateInit, Port: 1, AccessFlags: verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead},
 			{State: verbs.StateRTR, AH: verbs.AHAttr{DGID: peer.ctx.Attr().GID}, PathMTU: o.mtu,
 				DestQPN: peer.qp.QPN(), RQPSN: 100, MaxDestRdAtomic: 16, MinRNRTimer: o.minRNR},

@@ -206,7 +206,7 @@ func TestUDDropWithoutReceive(t *testing.T) {
 		cq, _ := c.CreateCQ(16, nil)
 		qp, err := pd.CreateQP(verbs.QPInitAttr{Type: verbs.UD, SendCQ: cq, RecvCQ: cq, MaxSendWR: 4, MaxRecvWR: 4, MaxSGE: 1, SigAll: true})
 		must(t, err)
-		must(t, modifyAll(qp, []verbs.QPAttr{{State: verbs.StateInit, Port: 1, QKey: 7}, {State: verbs.StateRTR}, {State: verbs.StateRTS}},
+		must(t, verbs.ModifyAll(qp, []verbs.QPAttr{{State: verbs.StateInit, Port: 1, QKey: 7}, {State: verbs.StateRTR}, {State: verbs.StateRTS}},
 			[]verbs.AttrMask{verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrQKey, verbs.AttrState, verbs.AttrState | verbs.AttrSQPSN}))
 		eps[i] = &ep{ctx: c, pd: pd, cq: cq.(*CQ), qp: qp.(*QP)}
 	}

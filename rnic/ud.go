@@ -109,3 +109,18 @@ func (q *QP) udRecv(now, t sim.Time, p *fabric.Packet) {
 	dataAt := n.dmaWrite(now, t, need)
 	q.rcq.push(wc, n.cqeAt(q, t, dataAt))
 }
+
+// LinePayloadGbps is the payload rate a link of rate bits/s carries with
+// full MTU-sized packets of the transport (RoCEv2 headers, UD's DETH and
+// the Ethernet preamble and gap removed).
+func LinePayloadGbps(t verbs.QPType, rate int64, mtu verbs.MTU) float64 {
+	hdr := int64(fabric.RoCEv2Extra + fabric.WireGap)
+	if t == verbs.UD {
+		hdr += hdrDETH
+	}
+	return float64(rate) / 1e9 * float64(mtu) / float64(int64(mtu)+hdr)
+}
+
+// GRHBytes is the GRH the NIC writes in front of every UD receive buffer:
+// a UD receive buffer must be this much larger than the message.
+const GRHBytes = grhBytes

@@ -8,12 +8,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/besim/besim/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 // wantBuiltins are the scenarios the project promises to ship.
-var wantBuiltins = []string{"dcqcn-fairness", "dcqcn-incast", "failover", "fig11", "incast", "incast-lossy", "inference", "line-rate", "pfc-incast", "pfc-storm", "ps-cluster", "table2", "quarantine", "tcp-fallback", "training", "victim-leafspine"}
+var wantBuiltins = []string{"dcqcn-fairness", "dcqcn-incast", "failover", "fig10", "fig11", "fig13", "incast", "incast-lossy", "inference", "line-rate", "pfc-incast", "pfc-storm", "ps-cluster", "table2", "quarantine", "tcp-fallback", "training", "victim-leafspine"}
 
 func TestBuiltinsLoad(t *testing.T) {
 	list := List()
@@ -119,7 +121,7 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load(bad) = %v", err)
 	}
 	_, err = Load("no-such-scenario")
-	want := `scenario "no-such-scenario": no such file, and not an embedded scenario (embedded: dcqcn-fairness, dcqcn-incast, failover, fig11, fig14-incast, fig15-incast, incast, incast-lossy, inference, line-rate, pfc-incast, pfc-storm, ps-cluster, quarantine, table2, tcp-fallback, training, victim-leafspine)`
+	want := `scenario "no-such-scenario": no such file, and not an embedded scenario (embedded: dcqcn-fairness, dcqcn-incast, failover, fig10, fig11, fig13, fig14-incast, fig15-incast, incast, incast-lossy, inference, line-rate, pfc-incast, pfc-storm, ps-cluster, quarantine, table2, tcp-fallback, training, victim-leafspine)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load(unknown) = %v\nwant %s", err, want)
 	}
@@ -180,5 +182,13 @@ func TestBuiltinShapes(t *testing.T) {
 	f11 := load("fig11")
 	if b := f11.Benchmark; b.Kind != MsgRate || b.Threads != 8 || b.Message != 512 || len(b.ThreadDomains) != 2 || b.QPs[0] != 8 || b.QPs[len(b.QPs)-1] != 512 {
 		t.Errorf("fig11: %+v", b)
+	}
+	f10 := load("fig10")
+	if b := f10.Benchmark; b.Kind != Fragsize || len(b.Rates) != 2 || len(b.Fragments) != 8 || b.Message != MiB || f10.Duration != Duration(40*sim.TxTime(int64(MiB), int64(25*Gbps))) || b.Warmup != f10.Duration/2 {
+		t.Errorf("fig10: %+v (duration %v)", b, f10.Duration)
+	}
+	f13 := load("fig13")
+	if b := f13.Benchmark; b.Kind != HOL || len(b.LargeFlows) != 5 || b.Message != 512 || b.LargeMessage != MiB || b.Fragment != 4*KiB || b.Depth != 2 {
+		t.Errorf("fig13: %+v", b)
 	}
 }

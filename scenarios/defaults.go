@@ -103,6 +103,23 @@ const (
 	defaultMsgSignalEvery = 8
 	defaultMsgAppWork     = Duration(150 * sim.Nanosecond)
 	defaultMsgJitter      = Fraction(0.5)
+	defaultFragMessage    = MiB
+	defaultFragDepth      = 8
+	defaultTestbedDelay   = Duration(250 * sim.Nanosecond) // two hosts on one ToR (simhost.DefaultTestbedLinkDelay)
+	defaultHOLWarmup      = Duration(2 * sim.Millisecond)
+	defaultHOLDuration    = Duration(20 * sim.Millisecond)
+	defaultHOLRate        = 25 * Gbps
+	defaultHOLMessage     = 512 * Byte
+	defaultHOLInterval    = Duration(20 * sim.Microsecond)
+	defaultHOLLarge       = MiB
+	defaultHOLDepth       = 2
+	defaultHOLFragment    = 4 * KiB
+)
+
+var (
+	defaultFragRates  = []Rate{25 * Gbps, 100 * Gbps}
+	defaultFragSizes  = []Size{512, KiB, 2 * KiB, 4 * KiB, 8 * KiB, 16 * KiB, 32 * KiB, 64 * KiB}
+	defaultLargeFlows = []int{0, 1, 2, 4, 8}
 )
 
 var (
@@ -382,5 +399,40 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.signal_every", &b.SignalEvery, min(defaultMsgSignalEvery, max(b.Depth, 1)))
 		def(d, "benchmark.app_work", &b.AppWork, defaultMsgAppWork)
 		def(d, "benchmark.jitter", &b.Jitter, defaultMsgJitter)
+	case Fragsize:
+		if len(b.Rates) == 0 && !s.present("benchmark.rates") {
+			b.Rates = append([]Rate(nil), defaultFragRates...)
+		}
+		if len(b.Fragments) == 0 && !s.present("benchmark.fragments") {
+			b.Fragments = append([]Size(nil), defaultFragSizes...)
+		}
+		def(d, "benchmark.message", &b.Message, defaultFragMessage)
+		// Each point measures 40 and warms up for 20 message times at the
+		// slowest rate (enough for the pools and the window to settle).
+		var slow Rate
+		for _, r := range b.Rates {
+			if r > 0 && (slow == 0 || r < slow) {
+				slow = r
+			}
+		}
+		if msg := sim.TxTime(int64(b.Message), int64(slow)); slow > 0 && b.Message > 0 {
+			def(d, "duration", &s.Duration, Duration(40*msg))
+			def(d, "benchmark.warmup", &b.Warmup, Duration(20*msg))
+		}
+		def(d, "benchmark.depth", &b.Depth, defaultFragDepth)
+		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+	case HOL:
+		def(d, "duration", &s.Duration, defaultHOLDuration)
+		def(d, "benchmark.warmup", &b.Warmup, defaultHOLWarmup)
+		def(d, "benchmark.rate", &b.Rate, defaultHOLRate)
+		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		if len(b.LargeFlows) == 0 && !s.present("benchmark.large_flows") {
+			b.LargeFlows = append([]int(nil), defaultLargeFlows...)
+		}
+		def(d, "benchmark.message", &b.Message, defaultHOLMessage)
+		def(d, "benchmark.interval", &b.Interval, defaultHOLInterval)
+		def(d, "benchmark.large_message", &b.LargeMessage, defaultHOLLarge)
+		def(d, "benchmark.depth", &b.Depth, defaultHOLDepth)
+		def(d, "benchmark.fragment", &b.Fragment, defaultHOLFragment)
 	}
 }

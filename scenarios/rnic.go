@@ -6,10 +6,11 @@ import (
 
 // This file holds the schema of the simulated RNIC (hosts.nic: rnic), its
 // congestion control (dcqcn), the verbs transports of flows, and the
-// benchmark section. The runner (package experiment) maps them onto
-// rnic.Config, dcqcn.Config, rnic.PerfConfig and rnic.MsgRateConfig; this
-// package does not import those, so the default values are repeated in
-// defaults.go and a test in package experiment checks that they agree.
+// benchmark section. The runners (package experiment and the benchmark
+// packages under workloads/) map them onto rnic.Config, dcqcn.Config and
+// the perftest, msgrate, fragsize and hol configurations; this package does
+// not import those, so the default values are repeated in defaults.go and
+// a test in package experiment checks that they agree.
 
 // NICModel is the endpoint model attached to every host.
 type NICModel string
@@ -193,11 +194,19 @@ const (
 	// MsgRate is the QP-count message-rate benchmark (paper §6.2.1,
 	// Figure 11): I/O threads posting small WRITEs on many QPs.
 	MsgRate BenchmarkKind = "msgrate"
+	// Fragsize is the fragment-size experiment (paper §6.1, Figure 10):
+	// one engine between two hosts on one switch sends large messages while
+	// the fragment size varies.
+	Fragsize BenchmarkKind = "fragsize"
+	// HOL is the head-of-line experiment (paper §6.1, Figure 13): a small
+	// flow's latency on an engine shared with large flows, with and without
+	// fragmentation.
+	HOL BenchmarkKind = "hol"
 )
 
-var benchmarkKinds = []string{string(Perftest), string(MsgRate)}
+var benchmarkKinds = []string{string(Perftest), string(MsgRate), string(Fragsize), string(HOL)}
 
-// UnmarshalYAML accepts one of perftest, msgrate.
+// UnmarshalYAML accepts one of perftest, msgrate, fragsize, hol.
 func (k *BenchmarkKind) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(k), "benchmark kind", benchmarkKinds)
 }
@@ -233,6 +242,16 @@ type Benchmark struct {
 	SignalEvery   int      `yaml:"signal_every,omitempty"`   // one signalled WRITE in this many
 	AppWork       Duration `yaml:"app_work,omitempty"`       // mean per-message CPU work outside verbs
 	Jitter        Fraction `yaml:"jitter,omitempty"`         // app_work spread, uniform +-jitter
+
+	// fragsize (rates, message, depth and delay above also apply).
+	Fragments []Size `yaml:"fragments,omitempty"` // one point per fragment size and rate
+
+	// hol (rate, message: the small flow's, depth: the large flows'
+	// window, and delay above also apply).
+	LargeFlows   []int    `yaml:"large_flows,omitempty"`   // one point pair per count
+	Interval     Duration `yaml:"interval,omitempty"`      // small-flow period
+	LargeMessage Size     `yaml:"large_message,omitempty"` // large-flow message size
+	Fragment     Size     `yaml:"fragment,omitempty"`      // fragment size of the fragmented setting
 }
 
 // PerfPoint is one perftest configuration. Transport "" means every one of

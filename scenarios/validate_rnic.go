@@ -259,6 +259,8 @@ func (v *validator) benchmark() {
 		{"threads", b.Threads != 0}, {"qps", len(b.QPs) > 0}, {"thread_domains", len(b.ThreadDomains) > 0},
 		{"rate", b.Rate != 0}, {"depth", b.Depth != 0}, {"signal_every", b.SignalEvery != 0},
 		{"app_work", b.AppWork != 0}, {"jitter", b.Jitter != 0},
+		{"fragments", len(b.Fragments) > 0}, {"large_flows", len(b.LargeFlows) > 0}, {"interval", b.Interval != 0},
+		{"large_message", b.LargeMessage != 0}, {"fragment", b.Fragment != 0},
 	}
 	var uses []string
 	switch b.Kind {
@@ -266,6 +268,10 @@ func (v *validator) benchmark() {
 		uses = []string{"warmup", "message", "points", "rates", "mtus", "transports", "tx_depth", "rx_depth", "cq_mod", "delay"}
 	case MsgRate:
 		uses = []string{"warmup", "message", "threads", "qps", "thread_domains", "rate", "depth", "signal_every", "app_work", "jitter"}
+	case Fragsize:
+		uses = []string{"warmup", "message", "rates", "fragments", "depth", "delay"}
+	case HOL:
+		uses = []string{"warmup", "message", "rate", "large_flows", "interval", "large_message", "depth", "fragment", "delay"}
 	case "":
 		v.missingOr(p+".kind", `"" is not a benchmark kind (allowed: `+strings.Join(benchmarkKinds, ", ")+")",
 			"missing (required; allowed: "+strings.Join(benchmarkKinds, ", ")+")")
@@ -299,6 +305,74 @@ func (v *validator) benchmark() {
 		v.perftest()
 	case MsgRate:
 		v.msgrate()
+	case Fragsize:
+		v.fragsize()
+	case HOL:
+		v.hol()
+	}
+}
+
+// maxTestbedMessage bounds the fragsize and hol messages: each is a
+// registered buffer of the simulated host.
+const maxTestbedMessage = 64 * MiB
+
+func (v *validator) fragsize() {
+	b := v.s.Benchmark
+	const p = "benchmark"
+	if len(b.Rates) == 0 {
+		v.bad(p+".rates", "empty list (give link rates, or omit the key for [25Gbps, 100Gbps])")
+	}
+	for i, r := range b.Rates {
+		v.benchRate(idx(p+".rates", i), r)
+	}
+	if len(b.Fragments) == 0 {
+		v.bad(p+".fragments", "empty list (give fragment sizes, or omit the key for 512B to 64KiB)")
+	}
+	for i, f := range b.Fragments {
+		if f < 64 || f > b.Message && b.Message >= 64 {
+			v.bad(idx(p+".fragments", i), "%s is out of range (allowed: 64B to the message size %s)", f, b.Message)
+		}
+	}
+	if len(b.Rates)*len(b.Fragments) > maxBenchRuns {
+		v.bad(p+".fragments", "%d runs is too many (at most %d)", len(b.Rates)*len(b.Fragments), maxBenchRuns)
+	}
+	if b.Message < 64 || b.Message > maxTestbedMessage {
+		v.bad(p+".message", "%s is out of range (allowed: 64B to %s)", b.Message, Size(maxTestbedMessage))
+	}
+	v.countRange(p+".depth", b.Depth, 1, maxQueueDepth)
+	if b.Delay <= 0 {
+		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
+	}
+}
+
+func (v *validator) hol() {
+	b := v.s.Benchmark
+	const p = "benchmark"
+	v.benchRate(p+".rate", b.Rate)
+	if len(b.LargeFlows) == 0 {
+		v.bad(p+".large_flows", "empty list (give large-flow counts, or omit the key for [0, 1, 2, 4, 8])")
+	}
+	for i, n := range b.LargeFlows {
+		v.countRange(idx(p+".large_flows", i), n, 0, 64)
+	}
+	if 2*len(b.LargeFlows) > maxBenchRuns {
+		v.bad(p+".large_flows", "%d runs is too many (at most %d)", 2*len(b.LargeFlows), maxBenchRuns)
+	}
+	if b.Message < 16 {
+		v.bad(p+".message", "%s is too small (at least 16 bytes: the small message carries a sequence number and its send time)", b.Message)
+	}
+	if b.LargeMessage <= b.Message || b.LargeMessage > maxTestbedMessage {
+		v.bad(p+".large_message", "%s is out of range (allowed: above message %s, at most %s)", b.LargeMessage, b.Message, Size(maxTestbedMessage))
+	}
+	if b.Interval <= 0 {
+		v.bad(p+".interval", "%s is not allowed (must be > 0)", b.Interval)
+	}
+	v.countRange(p+".depth", b.Depth, 1, maxQueueDepth)
+	if b.Fragment < 64 || b.LargeMessage > 0 && b.Fragment > b.LargeMessage {
+		v.bad(p+".fragment", "%s is out of range (allowed: 64B to large_message %s)", b.Fragment, b.LargeMessage)
+	}
+	if b.Delay <= 0 {
+		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
 	}
 }
 

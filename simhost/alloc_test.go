@@ -11,8 +11,8 @@ import (
 // outstanding, a 32-byte response each.
 type stream struct {
 	c    *Cluster
-	tx   *bulkSender
-	rx   *bulkReceiver
+	tx   *BulkSender
+	rx   *BulkReceiver
 	a, b *Host
 }
 
@@ -25,14 +25,14 @@ func newStream(tb testing.TB, size, window int) *stream {
 		tb.Fatal(err)
 	}
 	a, b := c.Host(0), c.Host(1)
-	rx := &bulkReceiver{min: size, respSize: 32, to: sim.Never}
+	rx := &BulkReceiver{min: size, respSize: 32, to: sim.Never}
 	b.SetApp(rx)
 	b.Listen()
 	s, err := a.Dial(b)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tx := &bulkSender{size: size, window: window, socks: []*byteexpress.Socket{s}}
+	tx := &BulkSender{size: size, window: window, socks: []*byteexpress.Socket{s}}
 	a.SetApp(tx)
 	tx.start(a)
 	return &stream{c: c, tx: tx, rx: rx, a: a, b: b}

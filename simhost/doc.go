@@ -33,9 +33,9 @@
 //     polling and the side channel stops answering, so peers find out only
 //     through keepalive (or transport retries), and a connect to the dead
 //     host times out.
-//   - The paper's Figure 10 (throughput against fragment size on one QP,
-//     §6.1) and Figure 13 (small-flow latency against competing large flows,
-//     with and without 4 KiB fragments, §6.1) as Fig10 and Fig13.
+//   - The testbed apps of the paper's §5.5 and §6.1 measurements
+//     (BulkSender, BulkReceiver; DefaultTestbedLinkDelay); the Figure 10 and
+//     13 experiments that use them are workloads/fragsize and workloads/hol.
 //
 // # Adapter contract
 //
@@ -94,70 +94,16 @@
 // growth in an I/O thread shows up as a long step, as it would in
 // production; steady state registers nothing (paper §5.2, Figure 5).
 // With these defaults a 512 B message costs the sender's I/O thread about
-// 540 ns and the receiver's about 280 ns (TestCPUGrowsWithMessageRate).
-//
-// # Figure 10: what the model produces
-//
-// Fig10's testbed is two hosts under one ToR (DefaultTestbedLinkDelay =
-// 250 ns per link), 1024 B MTU, 1 MiB messages, 8 outstanding, a 32-byte
-// response each, SQ depth 32. Efficiency is goodput over the link's payload
-// rate (rnic.LinePayloadGbps: 23.15 Gb/s at 25G, 92.59 at 100G):
-//
-//	fragment   512   1K    2K    4K    8K    16K   32K   64K
-//	 25 Gb/s   0.50  0.68  0.81  0.89  0.94  0.97  0.98  0.99
-//	100 Gb/s   0.15  0.28  0.43  0.60  0.75  0.86  0.92  0.96
-//
-// Nothing is fitted to the figure; the curve comes from two costs. (1) The
-// work-request ring: with doorbell batching and only the last WR of a batch
-// signalled (§5.4.1), a full ring of 32 fragments is posted as one batch
-// and no slot frees until its last WR completes, so the NIC idles for one
-// refill bubble per 32 fragments: the ACK's return, the CQE write, the
-// thread's step (32 x (40 + 20) ns of WR preparation plus the doorbell),
-// MMIO, and the NIC's WQE and first payload DMA reads (about 5.3 us in
-// all, of which CPU ~2.2 us). 32 fragments of S bytes must cover it:
-// 32 x 2 KiB at 25G is 22.6 us of wire time, 32 x 8 KiB at 100G the same,
-// which is why 100G needs fragments ~4x larger. (2) The NIC's per-WQE cost
-// (rnic WQECost 130 ns plus the first packet's DMA) exceeds a 1 KiB frame's
-// 88 ns wire time at 100G but not its 354 ns at 25G, so at 100G every
-// fragment also loses ~80 ns: 10% at 8 KiB, on top of the bubble. Removing
-// those costs or deepening the ring moves the curve
-// (TestFig10ComesFromCosts).
-//
-// Against the paper: 100G matches (clearly below line rate at 8 KiB, >= 90%
-// from 32 KiB). At 25G the model reaches 90% at 4-8 KiB; 2 KiB gives 0.81,
-// where the paper reports approximately 2 KiB saturating. Under a strictly
-// drained ring that needs a refill bubble under ~2.5 us, less than the
-// NIC's own ~1 us doorbell-to-wire latency plus any realistic CPU and RTT
-// share (with zero per-WR CPU and NIC WQE costs, 0.87; with SQ depth 64,
-// 0.86). The paper's engine presumably keeps the NIC busy across the
-// refill in a way the core's policy does not (e.g. signalling before the
-// ring is full). TestFig10Shape asserts the model's shape, not the paper's
-// 2 KiB point.
-//
-// # Figure 13: what the model produces
-//
-// One engine at 25 Gb/s, a 512 B message every 20 us plus n large flows of
-// 1 MiB messages (2 outstanding per flow), with 4 KiB fragments or none
-// (fragment = message). One-way latency of the small flow, microseconds:
-//
-//	large flows        0     1      2      4      8
-//	4 KiB   mean      2.7   31.9   34.2   41.5   57.8
-//	        p99       3.2   54.7   55.9  152.8  267.6
-//	none    mean      2.7  365    738   1792   3898
-//	        p99       3.2  717   1438   2807   5977
-//
-// With fragments the small message waits for at most the batch in flight
-// (32 x 4 KiB) and then its round-robin turn, (n-1) fragments of other
-// sockets (§6.1); without, it waits behind whole 1 MiB WRITEs already in
-// the ring, up to ring depth or the flows' outstanding messages. The cost
-// is throughput: 20.1 Gb/s with 4 KiB fragments against 23.1 without.
+// 540 ns and the receiver's about 280 ns (TestCPUGrowsWithMessageRate in
+// workloads/hol).
 //
 // # Determinism and allocation
 //
 // No map is iterated for output, every run is single-threaded on one
 // kernel, and buffer addresses (real mmap'ed bemalloc memory, which the
 // RNIC copies payload to and from) influence nothing but bytes: the same
-// configuration gives identical results (TestDeterministic). Once the
+// configuration gives identical results (TestDeterministic in
+// workloads/fragsize and workloads/hol). Once the
 // kernel's timing wheel, pools and rings have grown, a steady stream
 // allocates no Go memory per message through the whole stack
 // (TestSteadyStateZeroAllocs). BenchmarkStream reports simulator speed.

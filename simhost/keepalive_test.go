@@ -11,7 +11,7 @@ import (
 
 // kaApp is the survivor: bulk traffic to two peers, recording failures.
 type kaApp struct {
-	bulk       *bulkSender
+	bulk       *BulkSender
 	engineErr  map[byteexpress.Addr]sim.Time
 	errs       map[byteexpress.Addr]error
 	sockFailed map[byteexpress.Addr]int
@@ -63,7 +63,7 @@ func TestKeepaliveDetectsCrash(t *testing.T) {
 	}
 	a, b, d := c.Host(0), c.Host(1), c.Host(2)
 	for _, h := range []*Host{b, d} {
-		h.SetApp(&bulkReceiver{min: 64 << 10, respSize: 32, to: sim.Never})
+		h.SetApp(&BulkReceiver{min: 64 << 10, respSize: 32, to: sim.Never})
 		h.Listen()
 	}
 	sb, err := a.Dial(b)
@@ -74,7 +74,7 @@ func TestKeepaliveDetectsCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := &kaApp{bulk: &bulkSender{size: 64 << 10, window: 4, socks: []*byteexpress.Socket{sb, sd}},
+	app := &kaApp{bulk: &BulkSender{size: 64 << 10, window: 4, socks: []*byteexpress.Socket{sb, sd}},
 		engineErr: map[byteexpress.Addr]sim.Time{}, errs: map[byteexpress.Addr]error{}, sockFailed: map[byteexpress.Addr]int{}}
 	a.SetApp(app)
 	app.bulk.start(a)

@@ -5,12 +5,19 @@ import (
 	"github.com/besim/besim/sim"
 )
 
-// bulkSender keeps window messages of size bytes outstanding on each of its
+// DefaultTestbedLinkDelay is the one-way link delay of the Figure 10 and 13
+// testbeds: two hosts under one ToR switch. Assumption: a few metres of
+// cable (~10 ns) plus a cut-through switch's ~0.5 us port-to-port latency
+// split over its two links; the fabric's 1 us default stands for a
+// multi-tier data-center path instead.
+const DefaultTestbedLinkDelay = 250 * sim.Nanosecond
+
+// BulkSender keeps window messages of size bytes outstanding on each of its
 // sockets: it sends one more whenever the receiver's response arrives (the
 // paper's §5.5 throughput setup: 1 MB messages, a 32-byte response each,
 // enough concurrency to fill the path). Other messages (small-flow traffic
 // the same host also sends) are not its business.
-type bulkSender struct {
+type BulkSender struct {
 	size   int
 	window int
 	socks  []*byteexpress.Socket
@@ -21,7 +28,22 @@ type bulkSender struct {
 	next   App  // events on sockets that are not bulk sockets
 }
 
-func (s *bulkSender) start(h *Host) {
+// NewBulkSender sends size-byte messages, window outstanding, on each of
+// socks (Start begins; AddSocket adds one before).
+func NewBulkSender(size, window int, socks ...*byteexpress.Socket) *BulkSender {
+	return &BulkSender{size: size, window: window, socks: socks}
+}
+
+// AddSocket adds a bulk socket (before Start).
+func (s *BulkSender) AddSocket(sk *byteexpress.Socket) { s.socks = append(s.socks, sk) }
+
+// Err is the first error the sender met.
+func (s *BulkSender) Err() error { return s.err }
+
+// Start sends the first window of messages on every socket.
+func (s *BulkSender) Start(h *Host) { s.start(h) }
+
+func (s *BulkSender) start(h *Host) {
 	for _, sk := range s.socks {
 		for range s.window {
 			s.send(h, sk)
@@ -29,7 +51,7 @@ func (s *bulkSender) start(h *Host) {
 	}
 }
 
-func (s *bulkSender) send(h *Host, sk *byteexpress.Socket) {
+func (s *BulkSender) send(h *Host, sk *byteexpress.Socket) {
 	if s.stop {
 		return
 	}
@@ -46,13 +68,13 @@ func (s *bulkSender) send(h *Host, sk *byteexpress.Socket) {
 	s.sent++
 }
 
-func (s *bulkSender) fail(err error) {
+func (s *BulkSender) fail(err error) {
 	if s.err == nil {
 		s.err = err
 	}
 }
 
-func (s *bulkSender) isBulk(sk *byteexpress.Socket) bool {
+func (s *BulkSender) isBulk(sk *byteexpress.Socket) bool {
 	for _, b := range s.socks {
 		if b == sk {
 			return true
@@ -61,7 +83,7 @@ func (s *bulkSender) isBulk(sk *byteexpress.Socket) bool {
 	return false
 }
 
-func (s *bulkSender) OnEvent(h *Host, ev byteexpress.Event) {
+func (s *BulkSender) OnEvent(h *Host, ev byteexpress.Event) {
 	if ev.Socket == nil || !s.isBulk(ev.Socket) {
 		if s.next != nil {
 			s.next.OnEvent(h, ev)
@@ -83,10 +105,10 @@ func (s *bulkSender) OnEvent(h *Host, ev byteexpress.Event) {
 	}
 }
 
-// bulkReceiver answers every message of at least min bytes with a
+// BulkReceiver answers every message of at least min bytes with a
 // respSize-byte response on the same socket and counts the bytes that
 // arrive inside [from, to). Smaller messages go to next.
-type bulkReceiver struct {
+type BulkReceiver struct {
 	min      int
 	respSize int
 	from, to sim.Time
@@ -96,7 +118,23 @@ type bulkReceiver struct {
 	next     App
 }
 
-func (r *bulkReceiver) OnEvent(h *Host, ev byteexpress.Event) {
+// NewBulkReceiver answers messages of at least min bytes with respSize
+// bytes and counts those arriving in [from, to); smaller ones go to next
+// (nil: freed).
+func NewBulkReceiver(min, respSize int, from, to sim.Time, next App) *BulkReceiver {
+	return &BulkReceiver{min: min, respSize: respSize, from: from, to: to, next: next}
+}
+
+// Bytes and Msgs are what arrived in the window; Err is the first error.
+func (r *BulkReceiver) Bytes() int64 { return r.bytes }
+
+// Msgs is the bulk messages that arrived in the window.
+func (r *BulkReceiver) Msgs() int { return r.msgs }
+
+// Err is the first error the receiver met.
+func (r *BulkReceiver) Err() error { return r.err }
+
+func (r *BulkReceiver) OnEvent(h *Host, ev byteexpress.Event) {
 	if ev.Kind != byteexpress.EvMessage || ev.Len < r.min {
 		if r.next != nil {
 			r.next.OnEvent(h, ev)
@@ -122,7 +160,7 @@ func (r *bulkReceiver) OnEvent(h *Host, ev byteexpress.Event) {
 	}
 }
 
-func (r *bulkReceiver) fail(err error) {
+func (r *BulkReceiver) fail(err error) {
 	if r.err == nil {
 		r.err = err
 	}

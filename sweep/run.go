@@ -69,7 +69,13 @@ func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err e
 	if err != nil {
 		return nil, t, err
 	}
-	r := x.Run()
+	// A point whose workload failed is recorded: its result has the note
+	// and no metrics, so a search does not read it as "no PFC"; the
+	// error itself is on the note.
+	r, runErr := x.Run()
+	if r == nil {
+		return nil, t, runErr
+	}
 	if r.Timing != nil {
 		t = *r.Timing
 	}

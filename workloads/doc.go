@@ -1,17 +1,27 @@
-// Package workloads drives the ByteExpress core over the simulated cluster
-// (package simhost) with the paper's application traffic:
+// Package workloads sits above the models and below the command lines: it
+// is the index of the paper's experiments, one package each, that turn a
+// scenario into traffic on a model and the measurements into a
+// report.Result. This package holds no code; each subpackage registers its
+// scenario kinds with the experiment registry (experiment.Register) in its
+// init, and workloads/all links them all (cmd/besim imports it).
 //
-//   - RunIncast: the synthetic incast of Figure 14 (§6.3): workers pulling
-//     from many parameter servers (closed loop or open-loop Poisson), a
-//     victim flow exposed to PFC propagation, and bandwidth-test flows; it
-//     reports pull latency, worker and victim goodput, PFC counters and
-//     simulated CPU.
-//   - RunPS: the parameter-server cluster of §2.1 (Figure 1): shards hashed
-//     over servers, rankers with fan-out fetches, trainers that fetch,
-//     compute and push.
+//	package      paper                     scenario kind         runs on
+//	perftest     Table 2 (§5.1)            benchmark perftest    two simulated RNICs back to back (rnic)
+//	fragsize     Figure 10 (§6.1)          benchmark fragsize    the core over simhost: two hosts, one switch
+//	msgrate      Figure 11 (§6.2.1)        benchmark msgrate     one RNIC pair, I/O threads, doorbell locks (rnic)
+//	hol          Figure 13 (§6.1)          benchmark hol         the core over simhost: one engine, small and large flows
+//	incast       Table 4, Figures 14-15    workload incast-pull  the core over simhost on a leaf-spine
+//	ps           Tables 5-7 (§2.1, §8)     workload ps-cluster   simulator-free: config, shards, header, sizes
+//	ps/pssim     Tables 5-7 (§2.1, §8)     workload ps-cluster   ps over simhost (ByteExpress) or tcpsim (kernel TCP)
+//	failover     §7.2                      workload failover     the core and byteexpress/rpc over simhost, with faults
+//	flows        §3, §5 (PFC, ECN, DCQCN)  flows                 raw flows on the fabric, or rc/ud flows on RNICs
 //
-// Applications are one long-lived value per host (simhost.App) and timers
-// are sim.Timer values: no closure or goroutine per message. Every random
-// choice comes from a sim.Stream named after its component, so a run is
-// deterministic for a seed.
+// Shared pieces: workloads/app (simulator-free: size distributions, the
+// scenario's engine settings, the default leaf size), workloads/internal/
+// simrun (the simulation drivers' error list and setup bound) and
+// workloads/internal/wltest (test helpers).
+//
+// The simulator-free packages (this one, app and ps) import no simulator
+// model, so berun's real-host roles use them as besim does; the layering
+// test (internal/layering) keeps it so.
 package workloads

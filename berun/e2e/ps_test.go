@@ -91,7 +91,10 @@ func TestPSScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	simr := x.Run()
+	simr, err := x.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tbl := report.Compare(simr, hw, "besim", "berun")
 	var b strings.Builder
 	tbl.WriteText(&b)

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/besim/besim/berun/tcpx"
-	"github.com/besim/besim/experiment"
+	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
-	"github.com/besim/besim/workloads"
+	"github.com/besim/besim/workloads/app"
+	"github.com/besim/besim/workloads/ps"
 )
 
 // The parameter-server roles replay a besim ps-cluster scenario (package
@@ -24,9 +25,9 @@ import (
 // psverbs.go): ps-server i is besim's server i,
 // ps-client i is besim's client i (rankers first, then trainers). Both read
 // the workload from the scenario file the controller pushes (Spec.Scenario),
-// translated by the same function besim uses (experiment.PSConfig), and use
-// the same shard placement (workloads.ShardServers), shard draws
-// (workloads.DrawFetch), size distributions and random stream names, so a
+// translated by the same function besim uses (ps.FromScenario), and use
+// the same shard placement (ps.ShardServers), shard draws
+// (ps.DrawFetch), size distributions and random stream names, so a
 // real run replays the simulated traffic pattern. Messages carry besim's
 // 24-byte header (slot, send time, op, shard count).
 func init() {
@@ -49,10 +50,11 @@ const (
 	psMaxMsg  = 64 << 20
 )
 
-type ps struct {
+type psRole struct {
 	server bool
 	idx    int
-	cfg    workloads.PSConfig
+	cfg    ps.Config
+	be     byteexpress.Config // verbs: the scenario's engine settings (app.Engine)
 	in     *inbound
 	verbs  bool
 	device string
@@ -83,11 +85,11 @@ func newPS(spec Spec) (Role, error) {
 	if s.Workload == nil || s.Workload.Kind != "ps-cluster" {
 		return nil, errors.New("the scenario has no ps-cluster workload")
 	}
-	cfg, err := experiment.PSConfig(s)
+	cfg, err := ps.FromScenario(s)
 	if err != nil {
 		return nil, err
 	}
-	r := &ps{server: spec.Role == "ps-server", idx: idx, cfg: cfg, verbs: transport == "verbs", device: device}
+	r := &psRole{server: spec.Role == "ps-server", idx: idx, cfg: cfg, be: app.Engine(s.Workload), verbs: transport == "verbs", device: device}
 	switch {
 	case r.server && idx >= cfg.Servers:
 		return nil, fmt.Errorf("index %d: the scenario has %d servers", idx, cfg.Servers)
@@ -101,11 +103,11 @@ func newPS(spec Spec) (Role, error) {
 	return r, nil
 }
 
-func (r *ps) Prepare(ctx context.Context, spec Spec) (string, error) {
+func (r *psRole) Prepare(ctx context.Context, spec Spec) (string, error) {
 	if r.verbs {
 		// Servers and clients alike: the engine exchange listens on the
 		// role's bind address.
-		n, err := newBENode(ctx, spec.ID, spec.Bind, r.device, r.cfg.Cluster.BE)
+		n, err := newBENode(ctx, spec.ID, spec.Bind, r.device, r.be)
 		if err != nil {
 			return "", err
 		}
@@ -123,7 +125,7 @@ func (r *ps) Prepare(ctx context.Context, spec Spec) (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func (r *ps) Close() error {
+func (r *psRole) Close() error {
 	if r.node != nil {
 		return r.node.close()
 	}
@@ -133,7 +135,7 @@ func (r *ps) Close() error {
 	return nil
 }
 
-func (r *ps) Run(ctx context.Context, spec Spec, peers PeerMap) (Result, error) {
+func (r *psRole) Run(ctx context.Context, spec Spec, peers PeerMap) (Result, error) {
 	if r.verbs && r.server {
 		return r.runServerBE(ctx, spec)
 	}
@@ -150,7 +152,7 @@ type psServed struct {
 	TxBytes         int64
 }
 
-func (r *ps) runServer(ctx context.Context, spec Spec) (Result, error) {
+func (r *psRole) runServer(ctx context.Context, spec Spec) (Result, error) {
 	outs, notes, err := r.in.serve(ctx, spec, func(c *tcpx.Conn, h dataHello) (any, error) {
 		// One stream per (server, client): connections are served in
 		// parallel, so a shared stream would make sizes depend on timing.
@@ -248,7 +250,7 @@ type psSlot struct {
 // psClient is one ranker or trainer: a single goroutine owns the state
 // and all writes; one reader goroutine per server connection feeds it.
 type psClient struct {
-	r       *ps
+	r       *psRole
 	trainer bool
 	rng     *rand.Rand
 	shardOf []int
@@ -266,10 +268,10 @@ type psClient struct {
 	buf     []byte
 }
 
-func (r *ps) runClient(ctx context.Context, spec Spec, peers PeerMap) (Result, error) {
+func (r *psRole) runClient(ctx context.Context, spec Spec, peers PeerMap) (Result, error) {
 	cfg := &r.cfg
 	pc := &psClient{r: r, trainer: r.idx >= cfg.Rankers, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/client%d", r.idx)),
-		shardOf: workloads.ShardServers(cfg.Shards, cfg.Servers), perSrv: make([]int64, cfg.Servers),
+		shardOf: ps.ShardServers(cfg.Shards, cfg.Servers), perSrv: make([]int64, cfg.Servers),
 		buf: make([]byte, max(cfg.Request, psHdr))}
 	pc.d.User, pc.d.Fetch, pc.d.Iteration = metrics.New(3), metrics.New(3), metrics.New(3)
 	pc.d.Push, pc.d.FetchPhase, pc.d.PushPhase = metrics.New(3), metrics.New(3), metrics.New(3)
@@ -528,7 +530,7 @@ func (pc *psClient) fetch(i int, now time.Time) error {
 	}
 	sl := &pc.slots[i]
 	sl.start, sl.push = now, false
-	sl.servers, sl.shards = workloads.DrawFetch(pc.rng, n, pc.shardOf, sl.servers[:0], sl.shards[:0])
+	sl.servers, sl.shards = ps.DrawFetch(pc.rng, n, pc.shardOf, sl.servers[:0], sl.shards[:0])
 	sl.pending = len(sl.servers)
 	for j, srv := range sl.servers {
 		if err := pc.send(srv, i, psOpFetch, sl.shards[j], cfg.Request); err != nil {

@@ -23,7 +23,7 @@ import (
 // The ps roles over verbs (param transport: verbs): the ByteExpress core
 // that besim simulates runs unchanged on the host's RDMA device, with the
 // scenario's engine settings (send window, fragment size, SRQ, queue
-// depths: Cluster.BE of experiment.PSConfig), a bemalloc pool registered on
+// depths: app.Engine, as besim gives its simulated engines), a bemalloc pool registered on
 // the device's PD, the engine exchange over TCP on the role's bind address
 // (realtime.TCPConnector, realtime.Serve) and one wall-clock driver per I/O
 // thread (realtime.Run). The traffic logic is the TCP roles' (ps.go); only
@@ -232,7 +232,7 @@ type psPeer struct {
 // runServerBE is ps-server over verbs: the same answers as runServer, one
 // count and one random stream per client, until every expected client has
 // sent its end marker (or the run is stopped).
-func (r *ps) runServerBE(ctx context.Context, spec Spec) (Result, error) {
+func (r *psRole) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 	n := r.node
 	var (
 		mu      sync.Mutex
@@ -316,7 +316,7 @@ func (r *ps) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 // answer is a ps-server's reply to request m from client c: the fetch
 // response, push acknowledgement or end-marker count, in resp's backing
 // array if it is large enough. Both transports' servers use it.
-func (r *ps) answer(c *psPeer, m, resp []byte) ([]byte, error) {
+func (r *psRole) answer(c *psPeer, m, resp []byte) ([]byte, error) {
 	if len(m) < psHdr {
 		return nil, fmt.Errorf("request of %d bytes, want at least %d", len(m), psHdr)
 	}

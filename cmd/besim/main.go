@@ -14,6 +14,7 @@ import (
 
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/scenarios"
+	_ "github.com/besim/besim/workloads/all" // every scenario kind
 )
 
 const usage = `besim: discrete-event simulator of the ByteExpress RDMA stack
@@ -145,7 +146,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res := x.Run()
+	res, runErr := x.Run()
+	if res == nil {
+		return runErr
+	}
 	timing := res.Timing
 	res.Timing = nil // files and summary stay byte-identical across runs
 	dir := *out
@@ -169,7 +173,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "simulated %s in %.2fs wall (%d events, %.2fM events/s)\n",
 		res.Duration, timing.WallSeconds, timing.Events, timing.EventsPerSecond/1e6)
-	return nil
+	// A failed run still writes its result (with the note saying why)
+	// and then exits 1.
+	return runErr
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {

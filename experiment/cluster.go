@@ -1,0 +1,83 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/workloads/app"
+)
+
+// Workload is the Runner of a workload scenario (section workload): the
+// ByteExpress core over simhost, driven by a package under workloads/.
+type Workload struct {
+	Scenario *scenarios.Scenario
+	Fabric   fabric.Config // the fabric Explain describes
+	// Summary writes Explain's one-line summary.
+	Summary func(out io.Writer) error
+	// Simulate runs the workload and adds its metrics, tables and notes to
+	// r; it returns the simulated events.
+	Simulate func(r *report.Result) (events uint64, err error)
+}
+
+// Explain writes the summary and the derived thresholds, headroom and BDP
+// of the fabric the workload runs on.
+func (w *Workload) Explain(out io.Writer) error {
+	if err := w.Summary(out); err != nil {
+		return err
+	}
+	net, err := fabric.New(sim.NewKernel(), w.Fabric)
+	if err != nil {
+		return w.Scenario.Errorf("fabric", "%v", err)
+	}
+	return net.WriteExplain(out)
+}
+
+// Run simulates the workload; a failed one has a note, no metrics and an
+// error.
+func (w *Workload) Run() (*report.Result, error) {
+	r := NewResult(w.Scenario)
+	ev, err := w.Simulate(r)
+	Events(r, ev)
+	return r, Failed(r, err)
+}
+
+// Topology is Explain's description of a workload's leaf-spine.
+func Topology(s *scenarios.Scenario) string {
+	t := s.Fabric.Topology
+	return fmt.Sprintf("leaf-spine of %d leaves x %d hosts, 1 spine", t.Leaves, t.HostsPerLeaf)
+}
+
+// ClusterConfig is the simhost configuration of a workload scenario: its
+// fabric, NIC model and engine settings (app.Engine).
+func ClusterConfig(s *scenarios.Scenario) (simhost.Config, error) {
+	fc, err := FabricConfig(s)
+	if err != nil {
+		return simhost.Config{}, err
+	}
+	nic, err := NICConfig(s, int64(s.Fabric.Links.HostRate))
+	if err != nil {
+		return simhost.Config{}, err
+	}
+	nic.SizesOnly = false
+	return simhost.Config{Fabric: fc, NIC: nic, CPU: simhost.DefaultCPUCost(), BE: app.Engine(s.Workload)}, nil
+}
+
+// FabricMetrics adds the whole run's PFC and fabric totals that both
+// workloads report (SCHEMA.md lists them).
+func FabricMetrics(r *report.Result, t *fabric.Totals) {
+	r.Add("pfc/frames_tx", float64(t.PFCFramesTx), "frames")
+	r.Add("pfc/xoff_events", float64(t.XOFFEvents), "")
+	r.Add("pfc/host_paused", t.HostPausedTime.Seconds()*1e6, "us")
+	r.Add("pfc/longest_pause_host", t.LongestHostPause.Seconds()*1e6, "us")
+	r.Add("pfc/longest_pause_switch", t.LongestPortPause.Seconds()*1e6, "us")
+	r.Add("fabric/drops", float64(t.Drops+t.HeadroomDrops), "packets")
+	r.Add("fabric/watchdog_drops", float64(t.WatchdogDrops), "packets")
+	r.Add("pfc/storm_trips", float64(t.StormTrips), "")
+	r.Add("fabric/ecn_marks", float64(t.ECNMarks), "packets")
+	r.Add("switch/max_shared_used", float64(t.SharedUsedMax), "bytes")
+}

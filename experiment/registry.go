@@ -1,0 +1,158 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+)
+
+// Runner is one assembled, not yet run, simulation of a scenario.
+type Runner interface {
+	// Explain writes what `besim validate` prints for a valid scenario: a
+	// one-line summary and, where there is a fabric, its derived
+	// thresholds, headroom and BDP.
+	Explain(w io.Writer) error
+	// Run simulates the scenario and reduces what it measured. It returns
+	// a result even when it also returns an error: a workload that could
+	// not be built or completed has a note saying so and no metrics (a
+	// sweep or search over a failed point must not read it as "no PFC"),
+	// and the error lets a caller exit non-zero. The result's Timing holds
+	// the simulated event count; Build's runner adds the wall time.
+	Run() (*report.Result, error)
+}
+
+// Builder assembles the simulation of a validated scenario of its kind.
+// Its errors name the scenario field (Scenario.Errorf).
+type Builder func(s *scenarios.Scenario) (Runner, error)
+
+// Flows is the kind of a scenario with neither a workload nor a benchmark
+// section: raw, rc or ud flows on the fabric.
+const Flows = "flows"
+
+var registry struct {
+	sync.Mutex
+	b   map[string]Builder
+	dup []string
+}
+
+// Register makes b the builder of scenarios of kind: a workload kind
+// (workload.kind), a benchmark kind (benchmark.kind) or Flows. Each
+// workload package registers itself in its init; cmd/besim links them all
+// through package workloads/all. A kind registered twice is a programming
+// error that Build reports.
+func Register(kind string, b Builder) {
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.b == nil {
+		registry.b = map[string]Builder{}
+	}
+	if _, ok := registry.b[kind]; ok || b == nil {
+		registry.dup = append(registry.dup, kind)
+		return
+	}
+	registry.b[kind] = b
+}
+
+// Kinds lists the registered kinds, sorted.
+func Kinds() []string {
+	registry.Lock()
+	defer registry.Unlock()
+	var out []string
+	for k := range registry.b {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Kind is the registry key of s: its workload kind, its benchmark kind, or
+// Flows.
+func Kind(s *scenarios.Scenario) string {
+	switch {
+	case s.Workload != nil:
+		return string(s.Workload.Kind)
+	case s.Benchmark != nil:
+		return string(s.Benchmark.Kind)
+	}
+	return Flows
+}
+
+// Build assembles the simulation of s with the builder registered for its
+// kind. The runner it returns adds the wall time to the result's Timing.
+func Build(s *scenarios.Scenario) (Runner, error) {
+	kind := Kind(s)
+	registry.Lock()
+	b, dup := registry.b[kind], slices.Contains(registry.dup, kind)
+	registry.Unlock()
+	if dup {
+		return nil, fmt.Errorf("experiment: kind %q is registered twice (or with a nil builder)", kind)
+	}
+	if b == nil {
+		field, what := "workload.kind", "workload"
+		switch {
+		case s.Benchmark != nil:
+			field, what = "benchmark.kind", "benchmark"
+		case s.Workload == nil:
+			field, what = "flows", "flow scenario"
+		}
+		known := "none: link package workloads/all"
+		if k := Kinds(); len(k) > 0 {
+			known = strings.Join(k, ", ")
+		}
+		return nil, s.Errorf(field, "unknown %s %q (registered: %s)", what, kind, known)
+	}
+	x, err := b(s)
+	if err != nil {
+		return nil, err
+	}
+	return timed{x}, nil
+}
+
+// timed adds the wall time of Run to the result's Timing.
+type timed struct{ Runner }
+
+func (t timed) Run() (*report.Result, error) {
+	start := time.Now()
+	r, err := t.Runner.Run()
+	wall := time.Since(start).Seconds()
+	if r == nil {
+		if err == nil {
+			err = fmt.Errorf("experiment: the run returned no result")
+		}
+		return nil, err
+	}
+	if r.Timing == nil {
+		r.Timing = &report.Timing{}
+	}
+	r.Timing.WallSeconds = wall
+	if wall > 0 {
+		r.Timing.EventsPerSecond = float64(r.Timing.Events) / wall
+	}
+	return r, err
+}
+
+// NewResult is the empty result of a run of s.
+func NewResult(s *scenarios.Scenario) *report.Result {
+	return &report.Result{Tool: "besim", Scenario: s.Name, Seed: s.Seed, Duration: s.Duration.String()}
+}
+
+// Failed notes a workload that could not be built or completed on r (and
+// leaves its metrics out) and returns the error Run returns with it.
+func Failed(r *report.Result, err error) error {
+	if err == nil {
+		return nil
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("workload failed: %v", err))
+	return fmt.Errorf("workload failed: %w", err)
+}
+
+// Events sets the simulated event count on r (Run's Timing).
+func Events(r *report.Result, n uint64) {
+	r.Timing = &report.Timing{Events: n}
+}

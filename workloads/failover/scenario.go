@@ -1,0 +1,112 @@
+package failover
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/besim/besim/byteexpress/rpc"
+	"github.com/besim/besim/experiment"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
+)
+
+func init() { experiment.Register(string(scenarios.Failover), build) }
+
+func build(s *scenarios.Scenario) (experiment.Runner, error) {
+	cfg, err := FromScenario(s)
+	if err != nil {
+		return nil, err
+	}
+	return &experiment.Workload{Scenario: s, Fabric: cfg.Cluster.Fabric,
+		Summary: func(out io.Writer) error {
+			f := &cfg
+			_, err := fmt.Fprintf(out, "%s: valid (workload failover: %d shards on replica pairs in two mini-pods, %d clients x %d fetches of %d B through the RPC layer (Tr %v), %d faults; %s simulated after setup)\n",
+				s.Name, f.Shards, f.Clients, f.Outstanding, f.Response, f.RPC.RequestTimeout, len(f.Faults), s.Duration)
+			return err
+		},
+		Simulate: func(r *report.Result) (uint64, error) {
+			res, err := Run(cfg)
+			if err != nil {
+				return 0, err
+			}
+			Reduce(r, &cfg, res)
+			experiment.FaultsResult(r, res.Faults, res.Report.Totals)
+			return res.Events, nil
+		}}, nil
+}
+
+// FromScenario translates a workload scenario of kind failover.
+func FromScenario(s *scenarios.Scenario) (Config, error) {
+	w := s.Workload
+	sc, err := experiment.ClusterConfig(s)
+	if err != nil {
+		return Config{}, err
+	}
+	sc.BE.KeepaliveInterval = simhostDuration(w.Keepalive.Interval.Time())
+	sc.BE.KeepaliveTimeout = simhostDuration(w.Keepalive.Timeout.Time())
+	if w.Keepalive.Interval == 0 {
+		sc.BE.KeepaliveInterval = -1 // the scenario's 0 is "off"; byteexpress reads 0 as its default
+	}
+	rc := rpc.DefaultConfig()
+	rc.ConnTimeout = simhostDuration(w.RPC.ConnectTimeout.Time())
+	rc.RequestTimeout = simhostDuration(w.RPC.RequestTimeout.Time())
+	rc.RetryProb, rc.MaxAttempts = w.RPC.RetryProb.Float64(), w.RPC.MaxAttempts
+	rc.Window, rc.ProbeInterval = simhostDuration(w.RPC.QuarantineWindow.Time()), simhostDuration(w.RPC.ProbeInterval.Time())
+	rc.MaxConnFailures, rc.MaxReqFailures = w.RPC.MaxConnFailures, w.RPC.MaxReqFailures
+	return Config{Cluster: sc, Shards: w.Shards, Clients: w.Clients, Outstanding: w.Outstanding,
+		Response: int(w.Response.Size), Request: int(w.Request), HostsPerLeaf: w.HostsPerLeaf, Warmup: w.Warmup.Time(),
+		RPC: rc, Faults: experiment.FaultSpecs(s), Run: s.Duration.Time(), Seed: s.Seed, TCPFallback: w.TCPFallback}, nil
+}
+
+// Reduce adds one failover run's metrics, tables and series to r.
+func Reduce(r *report.Result, cfg *Config, res *Result) {
+	ms := func(t sim.Time) float64 {
+		if t < 0 {
+			return -1 // never
+		}
+		return t.Seconds() * 1e3
+	}
+	// One list feeds both the metrics and the table, in the same order.
+	tbl := report.Table{Name: "failover", Title: "Recovery (paper §7.2): fetches through the RPC layer, times after the first fault",
+		KeyName: "what", Columns: []report.Column{{Name: "value"}}}
+	for _, m := range []struct {
+		metric, unit, row string
+		v                 float64
+	}{
+		{"started", "", "fetches started", float64(res.Started)},
+		{"completed", "", "completed", float64(res.Completed)},
+		{"failed", "", "failed", float64(res.Failed)},
+		{"retried", "", "retried (request timeout)", float64(res.Retries)},
+		{"resent", "", "re-sent (after a timeout or an engine error)", float64(res.Resent)},
+		{"stranded", "", "outstanding at the end", float64(res.Stranded)},
+		{"tcp_sends", "", "sent over the TCP fallback", float64(res.TCPSends)},
+		{"conn_failures", "", "connection failures (summed over clients)", float64(res.ConnFailures)},
+		{"req_failures", "", "request failures", float64(res.ReqFailures)},
+		{"quarantine_trips", "", "quarantine trips", float64(res.QuarantineTrips)},
+		{"quarantine_releases", "", "quarantine releases", float64(res.QuarantineReleases)},
+		{"quarantined_at_end", "", "nodes quarantined at the end", float64(res.QuarantinedAtEnd)},
+		{"detected_after", "ms", "detected after (ms)", ms(res.DetectedAfter)},
+		{"recovered_after", "ms", "first retried fetch answered after (ms)", ms(res.RecoveredAfter)},
+		{"rate_before", "fetches/ms", "rate before the fault (fetches/ms)", res.BaseRate / ms(res.Bin)}, // per ms bin
+		{"rate_recovered_after", "ms", "rate back to 90% after (ms; 0 never dipped, -1 never back)", ms(res.RateRecoveredAfter)},
+	} {
+		r.Add("failover/"+m.metric, m.v, m.unit)
+		tbl.AddRow(m.row, m.v)
+	}
+	ser := report.Series{Name: "failover/rate", Unit: "fetches/ms"}
+	for i, v := range res.Rate {
+		ser.T = append(ser.T, (sim.Time(i+1) * res.Bin).Seconds())
+		ser.V = append(ser.V, float64(v)/ms(res.Bin))
+	}
+	r.Series = append(r.Series, ser)
+	r.Tables = append(r.Tables, tbl)
+	r.Notes = append(r.Notes, fmt.Sprintf("layout: clients are hosts 0..%d; replica A of shard s is host %d+s, replica B host %d+s",
+		cfg.Clients-1, max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf), 2*max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf)))
+	for _, e := range res.Errors {
+		r.Notes = append(r.Notes, "error: "+e.Error())
+	}
+}
+
+func simhostDuration(t sim.Time) time.Duration { return time.Duration(t / sim.Nanosecond) }

@@ -1,0 +1,668 @@
+// Package pssim drives the parameter-server workload (package ps, paper
+// §2.1, Figure 1; Tables 5-7) over the simulated cluster: ByteExpress on
+// simhost's RNICs, or the kernel TCP model of tcpsim on the same fabric
+// (the paper's §8 baseline). It registers scenario kind ps-cluster and
+// reduces a run to the result format.
+//
+// Applications are one long-lived value per host (simhost.App) and timers
+// are sim.Timer values: no closure or goroutine per message. Every random
+// choice comes from a sim.Stream named after its component, so a run is
+// deterministic for a seed.
+package pssim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/besim/besim/byteexpress"
+	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/faults"
+	"github.com/besim/besim/metrics"
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/tcpsim"
+	"github.com/besim/besim/workloads/internal/simrun"
+	"github.com/besim/besim/workloads/ps"
+)
+
+// Config is a parameter-server cluster simulation: the workload (ps.Config)
+// on a simulated cluster.
+type Config struct {
+	ps.Config
+	// Cluster is the fabric, NIC model and engine settings under
+	// ByteExpress. Its topology is built here: a one-spine leaf-spine of
+	// HostsPerLeaf-host leaves, rankers then trainers from host 0, the
+	// servers from the next leaf on.
+	Cluster simhost.Config
+	// TCP is the kernel TCP model of transport TCP (tcpsim on the same
+	// fabric; Cluster.NIC, BE, Pool and CPU are then unused).
+	TCP tcpsim.Config
+	// Faults are injected from the start of the measured interval (their
+	// At is relative to it). Host faults (crash, QP error) need the RPC
+	// layer's recovery, which this workload does not use: see
+	// workloads/failover.
+	Faults []faults.Spec
+}
+
+// Result is what one PS-cluster run measured.
+type Result struct {
+	// Every histogram holds what started in the interval; what is still
+	// open at its end is in at its age then (a lower bound), so a stall
+	// shows in the percentiles instead of dropping out of them.
+	UserLatency *metrics.Histogram // ranker user requests, ns
+	SubLatency  *metrics.Histogram // fetch sub-requests (rankers and trainers), ns
+	PushLatency *metrics.Histogram // trainer pushes, until acknowledged, ns
+	IterTime    *metrics.Histogram // trainer iterations (fetch, compute, push), ns
+	// FetchPhase and PushPhase are a trainer's whole Fetch and Push (ns):
+	// from the first sub-request sent to the last answer, so one slow
+	// server makes the phase slow.
+	FetchPhase, PushPhase *metrics.Histogram
+	UserRequests          int64 // completed in the interval
+	UserDropped           int64 // open-loop arrivals in the interval that found every slot busy
+	// FetchIncomplete and PushIncomplete count the sub-requests sent in the
+	// interval and still unanswered at its end (a TCP flow waiting for its
+	// retransmission timeout, say). They are in SubLatency and PushLatency
+	// at their age at the end, so those percentiles are lower bounds when
+	// these are non-zero, rather than survivors only.
+	FetchIncomplete, PushIncomplete int64
+	Iterations                      int64   // trainer iterations completed in the interval
+	ClientGbps                      float64 // payload received by rankers and trainers
+	ServerGbps                      float64 // payload received by servers (pushes)
+	Report                          *fabric.Report
+	// CPU is the modelled CPU per host in percent of one core, for the
+	// clients [0] and the servers [1], over the measured interval.
+	CPU    [2]CPU
+	TCP    *tcpsim.Stats // summed over hosts; nil over RDMA
+	Faults []faults.Event
+	NAKs   uint64 // RDMA: sequence-error NAKs sent by responders (lost frames)
+	// RCTimeouts and Retransmits are the RDMA requesters' retransmission
+	// timer expiries and data packets sent again (go-back-N or timeout),
+	// summed over every NIC for the whole run: a loss with no later packet
+	// of its QP to reveal it ends in a timeout, not a NAK.
+	RCTimeouts, Retransmits uint64
+	// PFCFramesInterval and HostPausedInterval are the PFC frames sent and
+	// the host pause time within the measured interval (Report has the
+	// whole run's, connection setup and warmup included).
+	PFCFramesInterval  int64
+	HostPausedInterval sim.Time
+	Events             uint64
+	Errors             []error
+}
+
+// Run builds and runs one parameter-server cluster simulation.
+func Run(cfg Config) (*Result, error) {
+	if err := cfg.Prepare(); err != nil {
+		return nil, err
+	}
+	hpl := cfg.HostsPerLeaf
+	clients := cfg.Rankers + cfg.Trainers
+	cl := (clients + hpl - 1) / hpl
+	leaves := cl + (cfg.Servers+hpl-1)/hpl
+	sc := cfg.Cluster
+	if sc.Fabric.MTU == 0 {
+		sc.Fabric = fabric.DefaultConfig()
+	}
+	sc.Fabric.Seed = cfg.Seed
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: 1}
+	r := &psRun{cfg: &cfg, user: metrics.New(3), sub: metrics.New(3), push: metrics.New(3), iter: metrics.New(3),
+		fetchPhase: metrics.New(3), pushPhase: metrics.New(3)}
+	r.shardServer = ps.ShardServers(cfg.Shards, cfg.Servers)
+	var err error
+	if cfg.Transport == ps.TCP {
+		err = r.buildTCP(sc.Fabric, cl*hpl)
+	} else {
+		err = r.buildRDMA(sc, cl*hpl)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, pc := range r.clients {
+		pc.start()
+	}
+	k := r.k
+	r.from, r.to = k.Now()+cfg.Warmup, k.Now()+cfg.Warmup+cfg.Measure
+	var inj *faults.Injector
+	if len(cfg.Faults) > 0 {
+		specs := append([]faults.Spec(nil), cfg.Faults...)
+		for i := range specs {
+			specs[i].At += r.from
+		}
+		var err error
+		if inj, err = faults.Schedule(k, r.net, nil, cfg.Seed, specs); err != nil {
+			return nil, err
+		}
+	}
+	k.RunUntil(r.from)
+	crx0, srx0 := r.rx()
+	cpu0 := r.cpu()
+	t0 := r.net.Report().Totals
+	k.RunUntil(r.to)
+	crx1, srx1 := r.rx()
+	cpu1 := r.cpu()
+	r.censor()
+	sec := cfg.Measure.Seconds()
+	res := &Result{FetchIncomplete: r.fetchOpen, PushIncomplete: r.pushOpen, UserLatency: r.user, SubLatency: r.sub, PushLatency: r.push, IterTime: r.iter, FetchPhase: r.fetchPhase, PushPhase: r.pushPhase, UserRequests: r.users, UserDropped: r.dropped, Iterations: r.iters,
+		ClientGbps: float64(crx1-crx0) * 8 / sec / 1e9, ServerGbps: float64(srx1-srx0) * 8 / sec / 1e9}
+	for i := range res.CPU {
+		res.CPU[i] = cpu1[i].minus(cpu0[i]).per(cfg.Measure, i, len(r.clients), cfg.Servers)
+	}
+	res.Report = r.net.Report()
+	t1 := res.Report.Totals
+	res.PFCFramesInterval = t1.PFCFramesTx - t0.PFCFramesTx
+	res.HostPausedInterval = t1.HostPausedTime - t0.HostPausedTime
+	if inj != nil {
+		res.Faults = inj.Log
+		for i := range res.Faults {
+			res.Faults[i].At -= r.from // the faults' clock starts with the interval
+		}
+	}
+	r.stopped = true
+	res.Events = k.Events()
+	res.Errors = r.Errs
+	if r.tcp != nil {
+		res.TCP = r.tcpStats()
+	} else {
+		for _, h := range r.be.Hosts() {
+			st := h.NIC().Stats()
+			res.NAKs += st.SeqNAKsSent
+			res.RCTimeouts += st.Timeouts
+			res.Retransmits += st.Retransmits
+		}
+		_ = r.be.Close()
+	}
+	return res, nil
+}
+
+// buildRDMA puts the servers and clients on ByteExpress hosts and waits for
+// every socket to connect.
+func (r *psRun) buildRDMA(sc simhost.Config, firstServer int) error {
+	cfg := r.cfg
+	clients := cfg.Rankers + cfg.Trainers
+	if sc.BE.CQDepth == 0 {
+		d := sc.BE.Defaults()
+		sc.BE.CQDepth = max(d.CQDepth, (cfg.Servers+clients+8)*(d.SQDepth+d.RQDepth))
+	}
+	c, err := simhost.New(sc)
+	if err != nil {
+		return err
+	}
+	r.be, r.k, r.net = c, c.Kernel(), c.Network()
+	hs := c.Hosts()
+	for i := range cfg.Servers {
+		h := hs[firstServer+i]
+		h.SetApp(&psServer{run: r, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/server%d", i))})
+		h.Listen()
+		r.servers = append(r.servers, h)
+	}
+	for i := range clients {
+		h := hs[i]
+		pc := r.newClient(i)
+		pc.h = h
+		h.SetApp(pc)
+		for _, s := range r.servers {
+			sk, err := h.Dial(s)
+			if err != nil {
+				return err
+			}
+			pc.socks = append(pc.socks, sk)
+		}
+	}
+	want := clients * cfg.Servers
+	for r.connected < want && c.Now() < simrun.SetupLimit {
+		c.RunFor(20 * sim.Microsecond)
+	}
+	if r.connected < want {
+		return fmt.Errorf("workloads: ps: only %d of %d sockets connected after %v", r.connected, want, simrun.SetupLimit)
+	}
+	return nil
+}
+
+// buildTCP puts the same roles on the same fabric hosts over tcpsim, with
+// one established connection per (client, server).
+func (r *psRun) buildTCP(fc fabric.Config, firstServer int) error {
+	cfg := r.cfg
+	tc := cfg.TCP
+	if tc.Prio == 0 && fc.Switch.PFC.Lossless[0] {
+		return errors.New("workloads: ps over tcp: priority 0 is lossless; TCP needs a lossy class (set tcp prio)")
+	}
+	c, err := tcpsim.New(fc, tc)
+	if err != nil {
+		return err
+	}
+	r.tcp, r.k, r.net = c, c.Kernel(), c.Network()
+	hs := c.Hosts()
+	for i := range cfg.Servers {
+		h := hs[firstServer+i]
+		h.SetApp(&psServer{run: r, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/server%d", i))})
+		r.tservers = append(r.tservers, h)
+	}
+	for i := range cfg.Rankers + cfg.Trainers {
+		h := hs[i]
+		pc := r.newClient(i)
+		pc.th = h
+		h.SetApp(pc)
+		for _, s := range r.tservers {
+			cn, err := h.Dial(s)
+			if err != nil {
+				return err
+			}
+			pc.conns = append(pc.conns, cn)
+		}
+	}
+	return nil
+}
+
+func (r *psRun) newClient(i int) *psClient {
+	cfg := r.cfg
+	trainer := i >= cfg.Rankers
+	pc := &psClient{run: r, trainer: trainer, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/client%d", i))}
+	n := cfg.RankerOutstanding
+	if trainer {
+		n = 1
+	}
+	pc.slots = make([]psSlot, n)
+	pc.timer.Init(r.k, psTick{pc}, 0)
+	r.clients = append(r.clients, pc)
+	return pc
+}
+
+type psRun struct {
+	cfg                   *Config
+	be                    *simhost.Cluster
+	tcp                   *tcpsim.Cluster
+	k                     *sim.Kernel
+	net                   *fabric.Network
+	from, to              sim.Time
+	user, sub, push, iter *metrics.Histogram
+	fetchPhase, pushPhase *metrics.Histogram
+	users, iters, dropped int64
+	fetchOpen, pushOpen   int64
+	shardServer           []int
+	servers               []*simhost.Host
+	tservers              []*tcpsim.Host
+	clients               []*psClient
+	connected             int
+	stopped               bool
+	simrun.Failures
+}
+
+// measured reports whether t is inside the measured interval [from, to).
+func (r *psRun) measured(t sim.Time) bool { return t >= r.from && t < r.to }
+
+func (r *psRun) rx() (clients, servers uint64) {
+	if r.tcp != nil {
+		for _, pc := range r.clients {
+			clients += pc.th.Stats().RxPayload
+		}
+		for _, h := range r.tservers {
+			servers += h.Stats().RxPayload
+		}
+		return
+	}
+	for _, pc := range r.clients {
+		clients += pc.h.NIC().Stats().RxPayload
+	}
+	for _, h := range r.servers {
+		servers += h.NIC().Stats().RxPayload
+	}
+	return
+}
+
+// CPU is modelled host CPU time by class (the rows of the paper's Table
+// 5), summed over a group of hosts, or per host as a share of one core.
+type CPU struct {
+	User, Sys, Softirq float64
+}
+
+// Total is the sum of the classes.
+func (c CPU) Total() float64 { return c.User + c.Sys + c.Softirq }
+
+type cpuTimes struct{ user, sys, softirq sim.Time }
+
+func (a cpuTimes) minus(b cpuTimes) cpuTimes {
+	return cpuTimes{a.user - b.user, a.sys - b.sys, a.softirq - b.softirq}
+}
+
+// per turns busy time over d into percent of one core per host of group i
+// (0 clients, 1 servers).
+func (a cpuTimes) per(d sim.Time, i, clients, servers int) CPU {
+	n := float64(clients)
+	if i == 1 {
+		n = float64(servers)
+	}
+	f := 100 / float64(d) / max(n, 1)
+	return CPU{User: float64(a.user) * f, Sys: float64(a.sys) * f, Softirq: float64(a.softirq) * f}
+}
+
+// cpu sums CPU time of the clients [0] and servers [1]. ByteExpress runs in
+// user space (its I/O threads poll, so the core's work and the verbs calls
+// are user time, and the data path makes no system calls); the kernel TCP
+// stack's time is split as tcpsim accounts it.
+func (r *psRun) cpu() (out [2]cpuTimes) {
+	if r.tcp != nil {
+		add := func(t *cpuTimes, s tcpsim.Stats) {
+			t.user += s.User
+			t.sys += s.Sys
+			t.softirq += s.Softirq
+		}
+		for _, pc := range r.clients {
+			add(&out[0], pc.th.Stats())
+		}
+		for _, h := range r.tservers {
+			add(&out[1], h.Stats())
+		}
+		return
+	}
+	for _, pc := range r.clients {
+		st := pc.h.Stats()
+		out[0].user += st.Busy + st.AppBusy
+	}
+	for _, h := range r.servers {
+		st := h.Stats()
+		out[1].user += st.Busy + st.AppBusy
+	}
+	return
+}
+
+func (r *psRun) tcpStats() *tcpsim.Stats {
+	var t tcpsim.Stats
+	for _, h := range r.tcp.Hosts() {
+		s := h.Stats()
+		t.TxSegments += s.TxSegments
+		t.Retransmits += s.Retransmits
+		t.FastRetransmits += s.FastRetransmits
+		t.Timeouts += s.Timeouts
+		t.AcksTx += s.AcksTx
+		t.CEReceived += s.CEReceived
+		t.OutOfOrder += s.OutOfOrder
+	}
+	return &t
+}
+
+// censor records every user request, iteration, phase and sub-request
+// started in the interval and still open at its end at its age then (see
+// Result.FetchIncomplete).
+func (r *psRun) censor() {
+	for _, pc := range r.clients {
+		for i := range pc.slots {
+			sl := &pc.slots[i]
+			// A trainer's slot is always in an iteration (computing when
+			// nothing is pending); a ranker's is a user request while
+			// sub-requests are pending.
+			if r.measured(sl.start) && (pc.trainer || sl.pending > 0) {
+				h := r.user
+				if pc.trainer {
+					h = r.iter
+				}
+				h.Record(int64((r.to - sl.start) / sim.Nanosecond))
+			}
+			if sl.pending == 0 {
+				continue
+			}
+			at, h, n, phase := sl.start, r.sub, &r.fetchOpen, r.fetchPhase
+			if sl.push {
+				at, h, n, phase = sl.pushAt, r.push, &r.pushOpen, r.pushPhase
+			}
+			if !r.measured(at) {
+				continue
+			}
+			if pc.trainer {
+				phase.Record(int64((r.to - at) / sim.Nanosecond))
+			}
+			for range sl.pending {
+				h.Record(int64((r.to - at) / sim.Nanosecond))
+				*n++
+			}
+		}
+	}
+}
+
+// psSlot is one user request (ranker) or iteration (trainer) in flight.
+type psSlot struct {
+	start   sim.Time
+	pushAt  sim.Time // trainers: when the pushes were sent
+	pending int      // sub-requests (or pushes) outstanding
+	push    bool
+	shards  []int // per server index touched: shard count (parallel to servers list)
+	servers []int
+}
+
+// psClient is a ranker or a trainer, over ByteExpress sockets (h, socks)
+// or tcpsim connections (th, conns).
+type psClient struct {
+	run     *psRun
+	h       *simhost.Host
+	socks   []*byteexpress.Socket
+	th      *tcpsim.Host
+	conns   []*tcpsim.Conn
+	trainer bool
+	rng     *rand.Rand
+	slots   []psSlot
+	timer   sim.Timer
+}
+
+// psTick is a client's timer handler: open-loop arrivals (rankers) or
+// the end of a compute phase (trainers).
+type psTick struct{ c *psClient }
+
+func (t psTick) OnEvent(now sim.Time, _ uint64) {
+	pc := t.c
+	if pc.run.stopped {
+		return
+	}
+	if pc.trainer {
+		pc.pushAll(0, now)
+		return
+	}
+	// Open loop: a new user request in a free slot (or dropped if none).
+	pc.timer.Set(now + max(1, sim.Time(pc.rng.ExpFloat64()/pc.run.cfg.RankerRate*float64(sim.Second))))
+	for i := range pc.slots {
+		if pc.slots[i].pending == 0 {
+			pc.fetch(i, now)
+			return
+		}
+	}
+	if pc.run.measured(now) {
+		pc.run.dropped++
+	}
+}
+
+// now is the client's clock: the delivering I/O thread's under ByteExpress.
+func (pc *psClient) now() sim.Time {
+	if pc.h != nil {
+		return pc.h.Now()
+	}
+	return pc.run.k.Now()
+}
+
+func (pc *psClient) start() {
+	now := pc.now()
+	switch {
+	case pc.trainer:
+		pc.fetch(0, now)
+	case pc.run.cfg.RankerRate > 0:
+		pc.timer.Set(now + max(1, sim.Time(pc.rng.ExpFloat64()/pc.run.cfg.RankerRate*float64(sim.Second))))
+	default:
+		for i := range pc.slots {
+			pc.fetch(i, now)
+		}
+	}
+}
+
+// fetch starts slot i: draws its shards and sends one sub-request per
+// distinct server.
+func (pc *psClient) fetch(i int, now sim.Time) {
+	r := pc.run
+	n := r.cfg.FanOut
+	if pc.trainer {
+		n = r.cfg.TrainerShards
+	}
+	sl := &pc.slots[i]
+	sl.start, sl.push = now, false
+	sl.servers, sl.shards = ps.DrawFetch(pc.rng, n, r.shardServer, sl.servers[:0], sl.shards[:0])
+	sl.pending = len(sl.servers)
+	for j, srv := range sl.servers {
+		pc.send(srv, i, ps.OpFetch, sl.shards[j], r.cfg.Request, now)
+	}
+}
+
+// pushAll sends slot i's updates (trainers), one message per server.
+func (pc *psClient) pushAll(i int, now sim.Time) {
+	sl := &pc.slots[i]
+	sl.push, sl.pushAt = true, now
+	sl.pending = len(sl.servers)
+	for j, srv := range sl.servers {
+		n := 0
+		for range sl.shards[j] {
+			n += pc.run.cfg.PushSize.Sample(pc.rng)
+		}
+		pc.send(srv, i, ps.OpPush, sl.shards[j], max(n, ps.HeaderSize), now)
+	}
+}
+
+func (pc *psClient) send(srv, slot int, op byte, shards, size int, now sim.Time) {
+	if pc.th != nil {
+		if err := pc.conns[srv].Send(size, tcpsim.Meta{uint64(slot), uint64(now), uint64(op), uint64(shards)}); err != nil {
+			pc.run.Fail(err)
+		}
+		return
+	}
+	buf, err := pc.h.Allocate(size)
+	if err != nil {
+		pc.run.Fail(err)
+		return
+	}
+	p := buf.Bytes()
+	binary.LittleEndian.PutUint64(p[0:], uint64(slot))
+	binary.LittleEndian.PutUint64(p[8:], uint64(now))
+	p[16] = op
+	binary.LittleEndian.PutUint32(p[17:], uint32(shards))
+	if err := pc.socks[srv].Send(buf, size); err != nil {
+		_ = pc.h.Free(buf)
+		pc.run.Fail(err)
+	}
+}
+
+// OnEvent implements simhost.App.
+func (pc *psClient) OnEvent(h *simhost.Host, ev byteexpress.Event) {
+	r := pc.run
+	switch ev.Kind {
+	case byteexpress.EvConnected:
+		r.connected++
+	case byteexpress.EvMessage:
+		p := ev.Buf.Bytes()
+		slot := int(binary.LittleEndian.Uint64(p[0:]))
+		sent := sim.Time(binary.LittleEndian.Uint64(p[8:]))
+		op := p[16]
+		_ = h.Free(ev.Buf)
+		if !pc.response(slot, sent, op, h.Now()) {
+			r.Fail(fmt.Errorf("%s: response for slot %d", h.Name(), slot))
+		}
+	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned,
+		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
+		r.Failed(h, ev)
+	}
+}
+
+// OnMessage implements tcpsim.App.
+func (pc *psClient) OnMessage(h *tcpsim.Host, _ *tcpsim.Conn, m tcpsim.Message) {
+	if slot := int(m.Meta[0]); !pc.response(slot, sim.Time(m.Meta[1]), byte(m.Meta[2]), h.Now()) {
+		pc.run.Fail(fmt.Errorf("host %d: response for slot %d", h.Index(), slot))
+	}
+}
+
+// response accounts one fetch response or push acknowledgement and moves
+// its slot on when it was the last one outstanding; false if slot is not
+// one of the client's.
+func (pc *psClient) response(slot int, sent sim.Time, op byte, now sim.Time) bool {
+	r := pc.run
+	if r.measured(sent) {
+		if op == ps.OpFetch {
+			r.sub.Record(int64((now - sent) / sim.Nanosecond))
+		} else {
+			r.push.Record(int64((now - sent) / sim.Nanosecond))
+		}
+	}
+	if slot < 0 || slot >= len(pc.slots) {
+		return false
+	}
+	sl := &pc.slots[slot]
+	sl.pending--
+	if sl.pending > 0 || r.stopped {
+		return true
+	}
+	switch {
+	case pc.trainer && !sl.push:
+		if r.measured(sl.start) {
+			r.fetchPhase.Record(int64((now - sl.start) / sim.Nanosecond))
+		}
+		pc.timer.Set(now + r.cfg.Compute)
+	case pc.trainer:
+		if r.measured(sl.pushAt) {
+			r.pushPhase.Record(int64((now - sl.pushAt) / sim.Nanosecond))
+		}
+		if r.measured(sl.start) {
+			r.iter.Record(int64((now - sl.start) / sim.Nanosecond))
+		}
+		if r.measured(now) {
+			r.iters++
+		}
+		pc.fetch(slot, now)
+	default:
+		if r.measured(sl.start) {
+			r.user.Record(int64((now - sl.start) / sim.Nanosecond))
+		}
+		if r.measured(now) {
+			r.users++
+		}
+		if r.cfg.RankerRate == 0 {
+			pc.fetch(slot, now)
+		}
+	}
+	return true
+}
+
+// psServer answers fetches with one FetchResponse value per shard asked
+// for, and pushes with a 32-byte acknowledgement (header echoed).
+type psServer struct {
+	run *psRun
+	rng *rand.Rand
+}
+
+// replySize draws the response to a request of op for shards shards.
+func (s *psServer) replySize(op byte, shards int) int {
+	return s.run.cfg.ReplySize(s.rng, op, shards)
+}
+
+func (s *psServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
+	r := s.run
+	switch ev.Kind {
+	case byteexpress.EvMessage:
+		p := ev.Buf.Bytes()
+		n := s.replySize(p[16], int(binary.LittleEndian.Uint32(p[17:])))
+		buf, err := h.Allocate(n)
+		if err != nil {
+			_ = h.Free(ev.Buf)
+			r.Fail(err)
+			return
+		}
+		copy(buf.Bytes()[:ps.HeaderSize], p[:ps.HeaderSize])
+		_ = h.Free(ev.Buf)
+		if err := ev.Socket.Send(buf, n); err != nil {
+			_ = h.Free(buf)
+			r.Fail(err)
+		}
+	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned,
+		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
+		r.Failed(h, ev)
+	}
+}
+
+// OnMessage implements tcpsim.App.
+func (s *psServer) OnMessage(_ *tcpsim.Host, c *tcpsim.Conn, m tcpsim.Message) {
+	if err := c.Send(s.replySize(byte(m.Meta[2]), int(m.Meta[3])), m.Meta); err != nil {
+		s.run.Fail(err)
+	}
+}

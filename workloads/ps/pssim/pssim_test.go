@@ -1,0 +1,256 @@
+package pssim
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/besim/besim/faults"
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/workloads/ps"
+)
+
+func psCfg() Config {
+	return Config{Cluster: simhost.DefaultConfig(2), Config: ps.Config{Servers: 8, Shards: 64, Rankers: 2, Trainers: 2,
+		FanOut: 8, Warmup: 300 * sim.Microsecond, Measure: sim.Millisecond, Seed: 1}}
+}
+
+func TestPSCluster(t *testing.T) {
+	r, err := Run(psCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("user reqs %d (p50 %d us, p99 %d us), sub p50 %d us, iterations %d (p50 %d us), clients %.2f Gbps, servers %.2f Gbps, pfc %d, events %d",
+		r.UserRequests, r.UserLatency.P50()/1000, r.UserLatency.P99()/1000, r.SubLatency.P50()/1000, r.Iterations,
+		r.IterTime.P50()/1000, r.ClientGbps, r.ServerGbps, r.Report.Totals.PFCFramesTx, r.Events)
+	switch {
+	case len(r.Errors) > 0:
+		t.Fatal(r.Errors)
+	case r.UserRequests == 0 || r.UserLatency.Count() == 0:
+		t.Error("no ranker requests completed")
+	case r.Iterations == 0 || r.IterTime.Count() == 0:
+		t.Error("no trainer iterations completed")
+	case r.ServerGbps <= 0:
+		t.Error("no pushes reached the servers")
+	case r.UserLatency.P50() < r.SubLatency.P50():
+		t.Error("a fan-out request cannot finish before its median sub-request")
+	case r.IterTime.P50() < int64(psCfg().Compute/sim.Nanosecond):
+		t.Error("an iteration includes the compute time")
+	}
+	r2, err := Run(psCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual([]any{r.UserRequests, r.Iterations, r.Events, r.ClientGbps, r.UserLatency.P99()},
+		[]any{r2.UserRequests, r2.Iterations, r2.Events, r2.ClientGbps, r2.UserLatency.P99()}) {
+		t.Error("two runs differ")
+	}
+	c := psCfg()
+	c.RankerRate = 20_000
+	c.Trainers = 0
+	r3, err := Run(c)
+	if err != nil || r3.UserRequests == 0 || len(r3.Errors) > 0 {
+		t.Errorf("open loop: %v, %d requests, %v", err, r3.UserRequests, r3.Errors)
+	}
+}
+
+// The same PS workload over the kernel TCP model: every request
+// completes, the run is deterministic, and at matched (open-loop) load the
+// CPU classes come out the way the paper's Table 5 attributes them:
+// ByteExpress spends no system or softirq time (it polls from user space),
+// TCP spends both, and its total is higher.
+func TestPSOverTCP(t *testing.T) {
+	c := psCfg()
+	c.Transport = ps.TCP
+	r, err := Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case len(r.Errors) > 0:
+		t.Fatal(r.Errors)
+	case r.UserRequests == 0 || r.Iterations == 0 || r.ServerGbps <= 0:
+		t.Fatalf("tcp: %d user requests, %d iterations, %.2f Gbps of pushes", r.UserRequests, r.Iterations, r.ServerGbps)
+	case r.TCP == nil || r.TCP.TxSegments == 0:
+		t.Fatal("no TCP statistics")
+	}
+	r2, _ := Run(c)
+	if !reflect.DeepEqual([]any{r.UserRequests, r.Iterations, r.Events, r.CPU}, []any{r2.UserRequests, r2.Iterations, r2.Events, r2.CPU}) {
+		t.Error("two TCP runs differ")
+	}
+
+	open := func(transport string) *Result {
+		c := psCfg()
+		c.Transport, c.RankerRate, c.Trainers, c.RankerOutstanding = transport, 20_000, 0, 64
+		c.Measure = 5 * sim.Millisecond
+		r, err := Run(c)
+		if err != nil || len(r.Errors) > 0 {
+			t.Fatalf("%s: %v %v", transport, err, r.Errors)
+		}
+		return r
+	}
+	be, tcp := open(ps.RDMA), open(ps.TCP)
+	t.Logf("matched load: rdma %d requests, cpu %+v; tcp %d requests, cpu %+v, fetch p50 %d/%d us",
+		be.UserRequests, be.CPU[0], tcp.UserRequests, tcp.CPU[0], be.SubLatency.P50()/1000, tcp.SubLatency.P50()/1000)
+	// The arrivals are the same Poisson draws for both (same streams), so
+	// the offered load matches by construction; both must serve it all
+	// (no arrival finding every slot busy), and complete about as many in
+	// the interval (they differ by what is in flight at its ends).
+	if d := be.UserRequests - tcp.UserRequests; d*d*100 > be.UserRequests*be.UserRequests || be.UserDropped+tcp.UserDropped > 0 {
+		t.Errorf("open-loop load not matched: rdma %d requests (%d dropped), tcp %d (%d dropped)", be.UserRequests, be.UserDropped, tcp.UserRequests, tcp.UserDropped)
+	}
+	for i, who := range []string{"clients", "servers"} {
+		b, k := be.CPU[i], tcp.CPU[i]
+		if b.Sys != 0 || b.Softirq != 0 || b.User <= 0 {
+			t.Errorf("rdma %s: %+v, want user time only", who, b)
+		}
+		if k.Sys <= 0 || k.Softirq <= 0 || k.Total() <= b.Total() {
+			t.Errorf("tcp %s: %+v, want system and softirq time and a total above rdma's %.2f%%", who, k, b.Total())
+		}
+	}
+}
+
+// A trainer's fetch (push) phase is the slowest of its sub-requests
+// (pushes), all sent at the phase's start: with trainers only, the phases'
+// maximum is the sub-requests' maximum, no phase is faster than the
+// fastest sub-request, and there are between 1/TrainerShards and 1 phase
+// per sub-request. With one server every phase is one sub-request, so the
+// two histograms are the same. Over both transports.
+func TestPSTrainerPhases(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		transport string
+		servers   int
+	}{{"rdma", ps.RDMA, 8}, {"tcp", ps.TCP, 8}, {"rdma one server", ps.RDMA, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := psCfg()
+			c.Transport, c.Rankers, c.Trainers, c.Servers, c.TrainerShards = tc.transport, 0, 4, tc.servers, 8
+			r, err := Run(c)
+			if err != nil || len(r.Errors) > 0 {
+				t.Fatalf("%v %v", err, r.Errors)
+			}
+			t.Logf("fetch phase p50/p99 %d/%d us (sub %d/%d), push phase %d/%d us (push %d/%d), %d iterations",
+				r.FetchPhase.P50()/1000, r.FetchPhase.P99()/1000, r.SubLatency.P50()/1000, r.SubLatency.P99()/1000,
+				r.PushPhase.P50()/1000, r.PushPhase.P99()/1000, r.PushLatency.P50()/1000, r.PushLatency.P99()/1000, r.Iterations)
+			for _, p := range []struct {
+				name       string
+				phase, sub interface {
+					Count() int64
+					Min() int64
+					Max() int64
+					P50() int64
+					P99() int64
+				}
+			}{{"fetch", r.FetchPhase, r.SubLatency}, {"push", r.PushPhase, r.PushLatency}} {
+				ph, sub := p.phase, p.sub
+				switch {
+				case ph.Count() == 0:
+					t.Errorf("%s: no phases", p.name)
+				case ph.Max() != sub.Max():
+					t.Errorf("%s: slowest phase %d ns, slowest sub-request %d ns", p.name, ph.Max(), sub.Max())
+				case ph.Min() < sub.Min():
+					t.Errorf("%s: a phase (%d ns) faster than every sub-request (%d ns)", p.name, ph.Min(), sub.Min())
+				case ph.Count() > sub.Count() || ph.Count()*int64(c.TrainerShards) < sub.Count():
+					t.Errorf("%s: %d phases for %d sub-requests of at most %d servers", p.name, ph.Count(), sub.Count(), c.TrainerShards)
+				case tc.servers == 1 && (ph.Count() != sub.Count() || ph.P50() != sub.P50() || ph.P99() != sub.P99()):
+					t.Errorf("%s, one server: phases %d/%d/%d, sub-requests %d/%d/%d (count/p50/p99)", p.name,
+						ph.Count(), ph.P50(), ph.P99(), sub.Count(), sub.P50(), sub.P99())
+				}
+			}
+		})
+	}
+}
+
+// The RDMA loss counters: a lossless run loses nothing, so it has no
+// NAKs, timeouts or retransmissions; with 1% of a trainer's RoCE frames
+// dropped, lost frames are revealed (NAKs) and sent again, every
+// retransmission is counted, and the trainers still complete iterations.
+func TestPSRDMALossCounters(t *testing.T) {
+	c := psCfg()
+	c.Rankers, c.Trainers = 0, 2
+	c.Measure = 3 * sim.Millisecond
+	clean, err := Run(c)
+	if err != nil || len(clean.Errors) > 0 {
+		t.Fatalf("%v %v", err, clean.Errors)
+	}
+	if clean.NAKs+clean.RCTimeouts+clean.Retransmits != 0 {
+		t.Errorf("lossless run: %d NAKs, %d timeouts, %d retransmits", clean.NAKs, clean.RCTimeouts, clean.Retransmits)
+	}
+	c.Faults = []faults.Spec{{Kind: faults.Loss, At: 0, Host: 0, Switch: -1, Drop: 0.01, Prios: 1 << 3}}
+	lossy, err := Run(c)
+	if err != nil || len(lossy.Errors) > 0 {
+		t.Fatalf("%v %v", err, lossy.Errors)
+	}
+	t.Logf("1%% loss on host 0: %d NAKs, %d timeouts, %d retransmits, %d iterations (lossless %d)",
+		lossy.NAKs, lossy.RCTimeouts, lossy.Retransmits, lossy.Iterations, clean.Iterations)
+	switch {
+	case lossy.NAKs == 0:
+		t.Error("no NAKs with 1% loss")
+	case lossy.Retransmits < lossy.NAKs:
+		t.Errorf("%d retransmits for %d NAKs: each NAK makes the requester send again", lossy.Retransmits, lossy.NAKs)
+	case lossy.Iterations == 0:
+		t.Error("no iterations completed under loss")
+	}
+}
+
+// The RC ACK timeout sets the tail under loss: a lost frame that no later
+// frame of its QP reveals waits 4.096 us x 2^t before it is sent again,
+// so with timeouts in the run the slowest phase lasts at least that long,
+// and a longer timeout makes the slowest phase slower.
+func TestPSAckTimeoutTail(t *testing.T) {
+	var slowest [2]int64
+	for i, exp := range []uint8{8, 11} { // 1.05 ms, 8.4 ms
+		c := psCfg()
+		c.Rankers, c.Trainers = 0, 2
+		c.Measure = 30 * sim.Millisecond
+		c.Cluster.BE.AckTimeout = exp
+		c.Faults = []faults.Spec{{Kind: faults.Loss, At: 0, Host: 0, Switch: -1, Drop: 0.02, Prios: 1 << 3}}
+		r, err := Run(c)
+		if err != nil || len(r.Errors) > 0 {
+			t.Fatalf("%v %v", err, r.Errors)
+		}
+		timeout := int64(4096) << exp // ns
+		slowest[i] = max(r.FetchPhase.Max(), r.PushPhase.Max())
+		t.Logf("ack timeout %d (%d us): %d RC timeouts, %d NAKs, slowest phase %d us, %d iterations",
+			exp, timeout/1000, r.RCTimeouts, r.NAKs, slowest[i]/1000, r.Iterations)
+		if r.RCTimeouts == 0 {
+			t.Fatalf("ack timeout %d: no RC timeout at 2%% loss", exp)
+		}
+		if slowest[i] < timeout {
+			t.Errorf("ack timeout %d: slowest phase %d ns, below one timeout (%d ns)", exp, slowest[i], timeout)
+		}
+	}
+	if slowest[1] <= slowest[0] {
+		t.Errorf("slowest phase %d ns with the longer timeout, %d ns with the shorter", slowest[1], slowest[0])
+	}
+}
+
+// What stalls counts at its age: when every client's RoCE traffic is
+// black-holed 1 ms into a 5 ms interval, the user requests and iterations
+// then in flight never complete, and they are in the histograms at their
+// age at the end (over 4 ms, against well under 1 ms for one that
+// completes), not left out as survivors only.
+func TestPSStalledCountsAtAge(t *testing.T) {
+	c := psCfg()
+	c.Measure = 5 * sim.Millisecond
+	at := sim.Millisecond
+	for h := range c.Rankers + c.Trainers {
+		c.Faults = append(c.Faults, faults.Spec{Kind: faults.Loss, At: at, Host: h, Switch: -1, Drop: 1, Prios: 1 << 3})
+	}
+	r, err := Run(c)
+	if err != nil || len(r.Errors) > 0 {
+		t.Fatalf("%v %v", err, r.Errors)
+	}
+	t.Logf("user requests %d recorded, %d completed, p50 %d us, max %d us; iterations %d recorded, %d completed, p50 %d us, max %d us",
+		r.UserLatency.Count(), r.UserRequests, r.UserLatency.P50()/1000, r.UserLatency.Max()/1000,
+		r.IterTime.Count(), r.Iterations, r.IterTime.P50()/1000, r.IterTime.Max()/1000)
+	stalled := int64((c.Measure - at) / sim.Nanosecond)
+	for _, h := range []struct {
+		name     string
+		p50, max int64
+	}{{"user requests", r.UserLatency.P50(), r.UserLatency.Max()}, {"iterations", r.IterTime.P50(), r.IterTime.Max()}} {
+		if h.p50 >= stalled || h.max < stalled {
+			t.Errorf("%s: median %d ns, slowest %d ns; want the completed ones under %d ns and the stalled ones at least that old", h.name, h.p50, h.max, stalled)
+		}
+	}
+}
