@@ -1,8 +1,10 @@
-// Package ps is the parameter-server workload of the paper's §2.1
-// (Figure 1; Tables 5-7 measure it) without the simulator: its
-// configuration and translation from a scenario, shard placement, fetch
-// draws, message header and reply-size rule. besim drives it over the
-// simulated cluster (package pssim); berun's ps roles over kernel TCP or
+// Package ps is the parameter-server workload, written once for both
+// runners and free of the simulator; it follows the paper's §2.1 (Figure
+// 1; Tables 5-7 measure it). It holds the configuration and its
+// translation from a scenario, shard placement, fetch draws, the message
+// header, the reply-size rule and the application logic as driven state
+// machines (Client, Server: machine.go). besim drives them over the
+// simulated cluster (package pssim), berun's ps roles over kernel TCP or
 // the core on verbs. It imports no simulator model.
 package ps
 
