@@ -56,8 +56,8 @@ func TestPSRolesOverVerbs(t *testing.T) {
 			t.Errorf("%s: %v", id, in.err)
 		}
 		served += in.res.Metrics["fetches"] + in.res.Metrics["pushes"]
-		sent += in.res.Metrics["requests"]
 		if strings.HasPrefix(id, "ranker") || strings.HasPrefix(id, "trainer") {
+			sent += in.res.Metrics["requests"]
 			if in.res.Metrics["lost"] != 0 || in.res.Metrics["requests"] == 0 {
 				t.Errorf("%s: %v requests, %v lost", id, in.res.Metrics["requests"], in.res.Metrics["lost"])
 			}
