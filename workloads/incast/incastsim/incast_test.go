@@ -1,4 +1,4 @@
-package incast
+package incastsim
 
 import (
 	"reflect"
@@ -8,6 +8,7 @@ import (
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/workloads/app"
+	"github.com/besim/besim/workloads/incast"
 )
 
 // incastCfg is a reduced Figure 14 setup: fabric defaults except for a
@@ -19,9 +20,9 @@ func incastCfg(servers, cwnd int, buffer int64) Config {
 		sc.Fabric.Switch.Buffer = buffer
 	}
 	sc.BE.Cwnd = cwnd
-	return Config{Cluster: sc, Workers: 1, Servers: servers, Outstanding: 4, Victim: true,
+	return Config{Cluster: sc, Config: incast.Config{Workers: 1, Servers: servers, Outstanding: 4, Victim: true,
 		Response: app.SizeDist{Kind: app.LogNormal, Mean: 20_000, P99: 50_000},
-		Warmup:   100 * sim.Microsecond, Measure: 300 * sim.Microsecond, Seed: 1}
+		Warmup:   100 * sim.Microsecond, Measure: 300 * sim.Microsecond, Seed: 1}}
 }
 
 func pfcFired(t *testing.T, cfg Config) bool {
