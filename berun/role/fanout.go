@@ -98,6 +98,7 @@ type fanRole struct {
 	idx    int
 	verbs  bool
 	device string
+	qos    verbsQoS
 	be     byteexpress.Config
 	in     *inbound
 	node   *beNode
@@ -107,7 +108,7 @@ func (r *fanRole) Prepare(ctx context.Context, spec Spec) (string, error) {
 	if r.verbs {
 		// Servers and clients alike: the engine exchange listens on the
 		// role's bind address.
-		n, err := newBENode(ctx, spec.ID, spec.Bind, r.device, r.be)
+		n, err := newBENode(ctx, spec, r.device, r.qos, r.be)
 		if err != nil {
 			return "", err
 		}

@@ -27,20 +27,31 @@ import (
 // and the fan-out logic are the TCP roles' (fanout.go); only the message
 // transport differs. ByteExpress addresses are the role instance IDs.
 
-// OpenVerbs opens the RDMA device for the fan-out roles over verbs ("" is the
-// first device). Tests replace it with an in-memory NIC (verbs/fakeverbs).
-var OpenVerbs = func(device string) (verbs.Context, error) {
-	if device == "" {
-		devs, err := ibv.Devices()
-		if err != nil {
-			return nil, fmt.Errorf("no RDMA device (%w)", err)
-		}
-		if len(devs) == 0 {
-			return nil, errors.New("no RDMA device: ibv_get_device_list found none")
-		}
-		device = devs[0]
+// OpenVerbs opens port 1 of the RDMA device for the fan-out roles with
+// GID index gid. Tests replace it with an in-memory NIC (verbs/fakeverbs).
+var OpenVerbs = func(device string, gid int) (verbs.Context, error) {
+	return ibv.OpenWith(device, ibv.Options{Port: 1, GIDIndex: gid})
+}
+
+// DefaultDevice names the device a role uses when it is given none: the
+// first one libibverbs lists.
+var DefaultDevice = func() (string, error) {
+	devs, err := ibv.Devices()
+	if err != nil {
+		return "", fmt.Errorf("no RDMA device (%w)", err)
 	}
-	return ibv.Open(device)
+	if len(devs) == 0 {
+		return "", errors.New("no RDMA device: ibv_get_device_list found none")
+	}
+	return devs[0], nil
+}
+
+// verbsQoS is how a role's QPs are addressed and classified on the
+// device: GID index (-1: auto, see autoGID), DSCP (the traffic class is
+// DSCP << 2) and 802.1p priority (the service level).
+type verbsQoS struct {
+	gid        int
+	dscp, prio uint8
 }
 
 // msgConn is what a fan-out client writes requests to: a tcpx connection or a
@@ -63,8 +74,29 @@ type beNode struct {
 	peers   map[byteexpress.Addr]string // exchange addresses
 }
 
-func newBENode(ctx context.Context, id, bind, device string, cfg byteexpress.Config) (*beNode, error) {
-	vctx, err := OpenVerbs(device)
+func newBENode(ctx context.Context, spec Spec, device string, qos verbsQoS, cfg byteexpress.Config) (*beNode, error) {
+	id, bind := spec.ID, spec.Bind
+	if device == "" {
+		d, err := DefaultDevice()
+		if err != nil {
+			return nil, fmt.Errorf("verbs transport: %w", err)
+		}
+		device = d
+	}
+	gid := qos.gid
+	if gid < 0 {
+		host, _, _ := net.SplitHostPort(bind)
+		g, how, err := autoGID(device, 1, net.ParseIP(host))
+		if err != nil {
+			return nil, fmt.Errorf("verbs transport: %w", err)
+		}
+		gid = g
+		if spec.Logf != nil {
+			spec.Logf("%s: %s", id, how)
+		}
+	}
+	cfg.GIDIndex, cfg.TrafficClass, cfg.ServiceLevel = uint8(gid), qos.dscp<<2, qos.prio
+	vctx, err := OpenVerbs(device, gid)
 	if err != nil {
 		return nil, fmt.Errorf("verbs transport: %w", err)
 	}

@@ -3,13 +3,10 @@ package role
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/besim/besim/scenarios"
-	"github.com/besim/besim/verbs"
-	"github.com/besim/besim/verbs/fakeverbs"
 )
 
 // incastSpecs are the roles of fig14-incast cut to servers servers and
@@ -83,19 +80,7 @@ func TestIncastRolesOverTCP(t *testing.T) {
 // an in-memory NIC (verbs/fakeverbs), as on a ConnectX host with only
 // libibverbs replaced.
 func TestIncastRolesOverVerbs(t *testing.T) {
-	fnet := fakeverbs.New(fakeverbs.Config{Latency: 5000})
-	start := time.Now()
-	defer fnet.RunClock(func() int64 { return time.Since(start).Nanoseconds() }, 10*time.Microsecond)()
-	old := OpenVerbs
-	var mu sync.Mutex
-	n := 0
-	OpenVerbs = func(string) (verbs.Context, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		n++
-		return fnet.NewContext("nic" + strconv.Itoa(n)), nil
-	}
-	defer func() { OpenVerbs = old }()
+	useFakeNICs(t)
 	// As for the ps roles: polling I/O threads share CI's two cores, so
 	// pulls take milliseconds; the run is long enough for many.
 	checkIncast(t, runAll(t, 1000*time.Millisecond, 5*time.Second, incastSpecs(t, 3, 1, "verbs")...))

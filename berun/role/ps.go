@@ -33,7 +33,21 @@ func init() {
 func fanParams(index string) []Param {
 	return []Param{{Name: "index", Doc: index},
 		{Name: "transport", Doc: "tcp (kernel TCP, default) or verbs (the ByteExpress core on the host's RDMA device, -tags rdma)"},
-		{Name: "device", Doc: "verbs: the RDMA device (default: the first one)"}}
+		{Name: "device", Doc: "verbs: the RDMA device (default: the first one)"},
+		{Name: "gid_index", Default: "auto", Doc: "verbs: GID table index (auto: the RoCE v2 GID of the data IP, from sysfs)"},
+		{Name: "prio", Doc: "verbs: 802.1p priority of the QPs (service level); default: the scenario's lossless priority"},
+		{Name: "dscp", Doc: "verbs: DSCP of the QPs (traffic class DSCP << 2); default 8 x prio + 2, so 26 (AF31) for priority 3, which ConnectX's default DSCP-to-priority map (DSCP / 8) puts on that priority"}}
+}
+
+// losslessPrio is the scenario's first lossless priority (3 if it names
+// none: the priority besim's fabric defaults make lossless).
+func losslessPrio(s *scenarios.Scenario) int {
+	for _, p := range s.Fabric.Priorities {
+		if p.Lossless {
+			return int(p.Prio)
+		}
+	}
+	return 3
 }
 
 // newFan reads a fan-out role's parameters and its scenario (which must
@@ -49,6 +63,17 @@ func newFan(spec Spec, server bool, kind scenarios.WorkloadKind, work func(s *sc
 	}
 	if _, set := spec.Params["device"]; set {
 		device = p.String("device")
+	}
+	qos := verbsQoS{gid: -1}
+	if v, set := spec.Params["gid_index"]; set && v != "auto" {
+		qos.gid = p.Int("gid_index", 0, 255)
+	}
+	prio, dscp := -1, -1
+	if _, set := spec.Params["prio"]; set {
+		prio = p.Int("prio", 0, 7)
+	}
+	if _, set := spec.Params["dscp"]; set {
+		dscp = p.Int("dscp", 0, 63)
 	}
 	if err := p.Err(); err != nil {
 		return nil, err
@@ -68,7 +93,14 @@ func newFan(spec Spec, server bool, kind scenarios.WorkloadKind, work func(s *sc
 		return nil, err
 	}
 	w.kind = kind
-	r := &fanRole{w: w, server: server, idx: idx, verbs: transport == "verbs", device: device, be: app.Engine(s.Workload)}
+	if prio < 0 {
+		prio = losslessPrio(s)
+	}
+	if dscp < 0 {
+		dscp = 8*prio + 2
+	}
+	qos.prio, qos.dscp = uint8(prio), uint8(dscp)
+	r := &fanRole{w: w, server: server, idx: idx, verbs: transport == "verbs", device: device, qos: qos, be: app.Engine(s.Workload)}
 	switch {
 	case server && idx >= w.servers:
 		return nil, fmt.Errorf("index %d: the scenario has %d servers", idx, w.servers)
