@@ -37,6 +37,9 @@ type Config struct {
 	Request     int // fetch request bytes, default 64
 	// HostsPerLeaf is L, at least max(Shards, Clients) (the default).
 	HostsPerLeaf int
+	// Spines is the spine switches (one uplink from every leaf to each);
+	// default 1.
+	Spines int
 	// Warmup runs after setup, before the faults' clock starts. Default 0.
 	Warmup  sim.Time
 	RPC     rpc.Config
@@ -144,7 +147,7 @@ func Run(cfg Config) (*Result, error) {
 		sc.Fabric = fabric.DefaultConfig()
 	}
 	sc.Fabric.Seed = cfg.Seed
-	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: 1}
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: max(cfg.Spines, 1)}
 	c, err := simhost.New(sc)
 	if err != nil {
 		return nil, err
