@@ -72,7 +72,7 @@ func Merge(parts []*report.Result) (*report.Result, error) {
 			all[p.shard.I+k*n] = o
 		}
 	}
-	return assemble(ps[0].m, Shard{}, all, sims), nil
+	return assemble(ps[0].m, Shard{}, all, sims), incomplete(all, false)
 }
 
 // split takes a sweep result file apart into what assemble needs.
@@ -111,7 +111,7 @@ func split(r *report.Result) (m meta, shard Shard, sims int, outs []outcome, err
 		if len(row.Values) != len(m.table.Columns) {
 			return m, shard, 0, nil, fmt.Errorf("row %q has %d values for %d columns", row.Key, len(row.Values), len(m.table.Columns))
 		}
-		outs[i] = outcome{key: row.Key, values: row.Values}
+		outs[i] = outcome{key: row.Key, values: row.Values, err: row.Error}
 		keys[i] = row.Key
 	}
 	owner := func(name string) int {
@@ -144,7 +144,7 @@ func split(r *report.Result) (m meta, shard Shard, sims int, outs []outcome, err
 	for _, note := range r.Notes {
 		if i := owner(note); i >= 0 {
 			outs[i].notes = append(outs[i].notes, note)
-		} else if note != sn {
+		} else if note != sn && !strings.HasPrefix(note, notePartial) && !strings.HasPrefix(note, noteFailed) {
 			m.notes = append(m.notes, note)
 		}
 	}

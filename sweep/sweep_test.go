@@ -484,7 +484,7 @@ func TestShardDefaultColumns(t *testing.T) {
 
 func TestForEachReportsLowestError(t *testing.T) {
 	for range 20 {
-		err := forEach(50, 4, func(i int) error {
+		_, err := forEach(50, 4, nil, func(i int) error {
 			if i == 7 || i == 30 {
 				return fmt.Errorf("point %d", i)
 			}

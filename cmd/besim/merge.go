@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,18 +44,27 @@ func cmdMerge(args []string, stdout, stderr io.Writer) error {
 		parts = append(parts, r)
 	}
 	merged, err := sweep.Merge(parts)
-	if err != nil {
+	// Shards with failed or unfinished points merge into a file whose
+	// rows say so; merge writes it and exits non-zero.
+	var inc *sweep.Incomplete
+	if err != nil && !errors.As(err, &inc) {
 		return err
 	}
 	if *out == "" {
-		return merged.WriteJSON(stdout)
+		if err := merged.WriteJSON(stdout); err != nil {
+			return err
+		}
+	} else {
+		files, err := writeSweep(merged, *out)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			fmt.Fprintln(stderr, "wrote", f)
+		}
 	}
-	files, err := writeSweep(merged, *out)
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		fmt.Fprintln(stderr, "wrote", f)
+	if inc != nil {
+		return inc
 	}
 	return nil
 }

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/sweep"
@@ -53,6 +57,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "output `FILE.json` (CSV and Markdown of the table beside it; default out/NAME/sweep.json (or search.json))")
 	md := fs.Bool("md", false, "print the table as Markdown")
 	quiet := fs.Bool("q", false, "do not print the table")
+	keepGoing := fs.Bool("keep-going", false, "exit 0 even when some points failed (their rows still carry the error)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -107,6 +112,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	bar := newProgressBar(stderr)
 	opt.Progress = bar.update
+	stop, release := onInterrupt(stderr)
+	defer release()
+	opt.Stop = stop
 	var res *report.Result
 	var st sweep.Stats
 	if srch != nil {
@@ -115,7 +123,10 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		res, st, err = sweep.Run(base, axes, opt)
 	}
 	bar.finish()
-	if err != nil {
+	// A sweep with failed or unfinished points still writes what it has
+	// (the rows say which failed and why) and then exits non-zero.
+	var inc *sweep.Incomplete
+	if err != nil && !errors.As(err, &inc) {
 		return err
 	}
 	file := *out
@@ -148,7 +159,53 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "%d simulations in %.2fs wall on %d workers (%.2fs simulating, %.1fM events)\n",
 		st.Simulations, st.Wall, min(st.Jobs, max(1, st.Simulations)), st.SimSeconds, float64(st.Events)/1e6)
-	return nil
+	switch {
+	case inc == nil:
+		return nil
+	case inc.Interrupted:
+		return interrupted{inc}
+	case *keepGoing:
+		fmt.Fprintln(stderr, "besim: warning (--keep-going):", inc)
+		return nil
+	}
+	return inc
+}
+
+// interrupted is the error of a sweep or search ended by SIGINT; besim
+// exits with ExitInterrupted after writing the finished points.
+type interrupted struct{ err error }
+
+func (e interrupted) Error() string { return e.err.Error() }
+func (e interrupted) Unwrap() error { return e.err }
+
+// ExitInterrupted is besim's exit status after SIGINT or SIGTERM (128 + 2,
+// as shells report it).
+const ExitInterrupted = 130
+
+// onInterrupt returns a channel closed at the first SIGINT or SIGTERM,
+// after which the default handling comes back (a second one kills), and a
+// function that stops listening.
+func onInterrupt(stderr io.Writer) (<-chan struct{}, func()) {
+	stop := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			signal.Stop(sig)
+			fmt.Fprintln(stderr, "\nbesim: interrupted: writing the finished points (interrupt again to abandon them)")
+			close(stop)
+		case <-quit:
+		}
+	}()
+	var once sync.Once
+	return stop, func() {
+		once.Do(func() {
+			signal.Stop(sig)
+			close(quit)
+		})
+	}
 }
 
 func printTable(w io.Writer, t *report.Table, md bool) error {
