@@ -167,6 +167,10 @@ func finite(x float64) float64 {
 	return x
 }
 
+// MaxFile is the largest result file besim reads (merge, plot, compare)
+// and berun writes, in bytes.
+const MaxFile = 256 << 20
+
 // ReadJSON parses a result written by WriteJSON.
 func ReadJSON(rd io.Reader) (*Result, error) {
 	var r Result

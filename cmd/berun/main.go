@@ -35,6 +35,7 @@ import (
 	"github.com/besim/besim/berun/role"
 	"github.com/besim/besim/berun/selftest"
 	"github.com/besim/besim/berun/wire"
+	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/verbs/ibv"
 )
@@ -218,7 +219,7 @@ or a berun role plan:
 		fs.Usage()
 		return 2
 	}
-	hs, err := plan.LoadHosts(*hostsFile)
+	hs, err := loadHosts(*hostsFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "berun run: %v\n", err)
 		return 2
@@ -275,15 +276,22 @@ or a berun role plan:
 	return 1
 }
 
-// loadPlan reads a berun role plan, or maps a besim scenario onto the
-// hosts (plan.FromScenario).
-func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) (*plan.Plan, error) {
-	data, err := os.ReadFile(file)
+// loadHosts reads a hosts file (a regular file of at most plan.MaxFile
+// bytes).
+func loadHosts(file string) (*plan.Hosts, error) {
+	data, err := fileio.ReadFile(file, plan.MaxFile, "hosts file")
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > plan.MaxFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes", file, plan.MaxFile)
+	return plan.ParseHosts(file, data)
+}
+
+// loadPlan reads a berun role plan, or maps a besim scenario onto the
+// hosts (plan.FromScenario).
+func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) (*plan.Plan, error) {
+	data, err := fileio.ReadFile(file, plan.MaxFile, "plan or scenario")
+	if err != nil {
+		return nil, err
 	}
 	if !plan.IsScenario(data) {
 		if dur != 0 || transport != "tcp" {

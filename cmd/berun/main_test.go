@@ -111,3 +111,17 @@ func TestLoadPlanTransport(t *testing.T) {
 		t.Error("--transport udp accepted")
 	}
 }
+
+// TestUnboundedInputsRefused: a plan, scenario or hosts file that is not a
+// regular file (/dev/zero, a FIFO) is refused before it is read.
+func TestUnboundedInputsRefused(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	if _, err := loadPlan("/dev/zero", nil, 0, "tcp"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("plan /dev/zero: %v", err)
+	}
+	if _, err := loadHosts("/dev/zero"); err == nil || !strings.Contains(err.Error(), "hosts file must be a regular file") {
+		t.Errorf("hosts /dev/zero: %v", err)
+	}
+}

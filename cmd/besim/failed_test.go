@@ -38,3 +38,24 @@ func TestFailedSimulationExitsNonZero(t *testing.T) {
 		t.Errorf("sweep --keep-going: exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestUnboundedInputsRefused: scenario and result files are read only if
+// regular: /dev/zero is refused at once by every command that reads one.
+func TestUnboundedInputsRefused(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	for _, args := range [][]string{
+		{"validate", "/dev/zero"},
+		{"run", "/dev/zero"},
+		{"sweep", "/dev/zero", "--set", "seed=1,2"},
+		{"merge", "/dev/zero"},
+		{"compare", "/dev/zero", "/dev/zero"},
+		{"plot", "/dev/zero", "-o", filepath.Join(t.TempDir(), "x.png")},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 1 || !strings.Contains(errb.String(), "/dev/zero: not a regular file (a device)") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
+		}
+	}
+}

@@ -1,23 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/sweep"
 )
 
-// readResult reads a result JSON file.
+// readResult reads a result JSON file (a regular file of at most
+// report.MaxFile bytes).
 func readResult(file string) (*report.Result, error) {
-	f, err := os.Open(file)
+	b, err := fileio.ReadFile(file, report.MaxFile, "result file")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	r, err := report.ReadJSON(f)
+	r, err := report.ReadJSON(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
