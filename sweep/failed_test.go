@@ -174,3 +174,34 @@ func TestStopWritesFinishedPoints(t *testing.T) {
 		t.Fatalf("search: err %v, want interrupted", err)
 	}
 }
+
+// TestMergeComparesAxisValues: shards of two sweeps whose axes have the
+// same names and counts but different values are refused, as are shards
+// of searches with different ranges.
+func TestMergeComparesAxisValues(t *testing.T) {
+	b := tinyBase(t)
+	opt := func(i int) Options {
+		return Options{Shard: Shard{I: i, N: 2}, Metrics: []string{"pfc/frames_tx"}}
+	}
+	p0, _, err := Run(b, sweepAxes(t, "seed=1,2"), opt(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _, err := Run(b, sweepAxes(t, "seed=3,4"), opt(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Merge([]*report.Result{p0, p1}); err == nil || !strings.Contains(err.Error(), "different sweep definitions") {
+		t.Errorf("merge of seed=1,2 and seed=3,4 shards: %v", err)
+	}
+	s1, _ := ParseSearch("fabric.switch.buffer=64..128KiB")
+	s2, _ := ParseSearch("fabric.switch.buffer=64..256KiB")
+	s1.Until, _ = ParsePredicate("pfc/frames_tx>0")
+	s2.Until = s1.Until
+	axes := sweepAxes(t, "seed=1,2")
+	q0, _, _ := RunSearch(b, s1, axes, opt(0))
+	q1, _, _ := RunSearch(b, s2, axes, opt(1))
+	if _, err := Merge([]*report.Result{q0, q1}); err == nil || !strings.Contains(err.Error(), "not of the same sweep") {
+		t.Errorf("merge of two searches: %v", err)
+	}
+}

@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"path"
@@ -148,9 +150,10 @@ func incomplete(outs []outcome, interrupted bool) error {
 	return e
 }
 
-// Prefixes of the notes assemble adds to an incomplete file (Merge drops
-// and recomputes them).
+// Prefixes of the notes assemble adds to an incomplete file or a shard
+// (Merge drops and recomputes them).
 const (
+	noteDigest  = "sweep definition digest (scenario source, axes and values; besim merge compares it): "
 	notePartial = "PARTIAL: "
 	noteFailed  = "FAILED: "
 )
@@ -270,11 +273,36 @@ type meta struct {
 	table    report.Table // name, title, key name, columns; no rows
 	notes    []string     // general notes, before the points' own
 	points   int          // in the whole sweep
+	digest   string       // of the sweep's definition: written in shards, compared by Merge
 }
 
-func newMeta(b *Base) meta {
+func newMeta(b *Base, def ...string) meta {
 	s := b.Scenario
-	return meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String()}
+	return meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String(), digest: digest(b, def...)}
+}
+
+// digest identifies a sweep's definition: the scenario's source and each
+// part of def (axis keys and values, a search's range and predicate), so
+// that Merge refuses shards of different sweeps even when their axes have
+// the same names and counts.
+func digest(b *Base, def ...string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:", len(b.Data))
+	h.Write(b.Data)
+	for _, d := range def {
+		fmt.Fprintf(h, "%d:%s", len(d), d)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// axesDef is the part of a sweep's definition its axes contribute.
+func axesDef(axes []Axis) []string {
+	var def []string
+	for _, a := range axes {
+		def = append(def, "axis", a.Key)
+		def = append(def, a.Values...)
+	}
+	return def
 }
 
 // Result metric names of a sweep file.
@@ -325,6 +353,7 @@ func assemble(m meta, shard Shard, outs []outcome, sims int) *report.Result {
 	}
 	if !shard.Whole() {
 		r.Notes = append(r.Notes, shardNote(shard, m.points))
+		r.Notes = append(r.Notes, noteDigest+m.digest)
 	}
 	for _, o := range outs {
 		r.Tables = append(r.Tables, o.tables...)
@@ -503,7 +532,7 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 		return nil, st, err
 	}
 
-	m := newMeta(b)
+	m := newMeta(b, axesDef(axes)...)
 	m.points = len(all)
 	m.table = report.Table{Name: "sweep", Title: fmt.Sprintf("Sweep of %s over %s", m.scenario, describeAxes(axes)), KeyName: "point"}
 	m.notes = []string{fmt.Sprintf("sweep of %s: %d points over %s, each simulated for %s with seed %d unless set", m.scenario, len(all), describeAxes(axes), m.duration, m.seed)}

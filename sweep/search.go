@@ -155,7 +155,7 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		return nil, st, err
 	}
 
-	m := newMeta(b)
+	m := newMeta(b, append(axesDef(axes), "search", s.Key, s.value(s.Lo), s.value(s.Hi), s.Until.String())...)
 	m.points = len(all)
 	unit := s.Unit
 	if strings.HasSuffix(s.Key, lenSuffix) {

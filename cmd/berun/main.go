@@ -16,6 +16,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -237,6 +238,12 @@ or a berun role plan:
 	if !ok {
 		return 1
 	}
+	// Check the output folder before contacting any host: a run whose
+	// result cannot be written is a run thrown away.
+	if err := fileio.CheckWritable(*out, true); err != nil {
+		fmt.Fprintf(stderr, "berun run: --out %s: %v\n", *out, err)
+		return 2
+	}
 	logf := log.New(stderr, "berun run: ", log.Ltime|log.Lmicroseconds).Printf
 	if *quiet {
 		logf = func(string, ...any) {}
@@ -251,8 +258,16 @@ or a berun role plan:
 	}
 	path, err := rf.Write(*out)
 	if err != nil {
-		fmt.Fprintf(stderr, "berun run: writing the result: %v\n", err)
-		return 1
+		// The folder was writable when the run started; keep the
+		// result somewhere rather than lose the run.
+		fmt.Fprintf(stderr, "berun run: writing the result into %s: %v\n", *out, err)
+		path, err = rf.Write(os.TempDir())
+		if err != nil {
+			fmt.Fprintf(stderr, "berun run: writing the result into %s: %v\n", os.TempDir(), err)
+			fmt.Fprint(stdout, controller.Summary(rf))
+			return 1
+		}
+		fmt.Fprintf(stderr, "berun run: the result is in %s instead\n", path)
 	}
 	fmt.Fprint(stdout, controller.Summary(rf))
 	fmt.Fprintf(stdout, "result: %s\n", path)
@@ -317,15 +332,12 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 }
 
 func writeReport(r *report.Result, path string) error {
-	f, err := os.Create(path)
-	if err != nil {
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
 		return err
 	}
-	if err := r.WriteJSON(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	_, err := fileio.WriteFiles([]fileio.File{{Name: path, Data: b.Bytes()}})
+	return err
 }
 
 func cmdSelftest(args []string, stdout, stderr io.Writer) int {

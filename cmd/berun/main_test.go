@@ -125,3 +125,20 @@ func TestUnboundedInputsRefused(t *testing.T) {
 		t.Errorf("hosts /dev/zero: %v", err)
 	}
 }
+
+// TestRunChecksOutFirst: --out naming a file (or an unwritable place) is
+// refused before any host is contacted, not after the run.
+func TestRunChecksOutFirst(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "p.yaml")
+	os.WriteFile(plan, []byte("name: x\nduration: 1s\nroles: [{id: a, role: tcp-bulk, host: h1, params: {mode: sink}}]\n"), 0o644)
+	hosts := filepath.Join(dir, "h.yaml")
+	os.WriteFile(hosts, []byte("hosts: [{name: h1, control: '127.0.0.1:1', data: 127.0.0.1}]\n"), 0o644)
+	file := filepath.Join(dir, "result.json")
+	os.WriteFile(file, []byte("{}"), 0o644)
+	t.Setenv("BERUN_TOKEN", "0123456789abcdef0123")
+	code, out, errs := runCmd("run", plan, "--hosts", hosts, "--out", file, "--quiet")
+	if code != 2 || !strings.Contains(errs, "is a file, not a folder") || strings.Contains(out+errs, "127.0.0.1:1") {
+		t.Errorf("--out FILE: exit %d, output %q", code, out+errs)
+	}
+}

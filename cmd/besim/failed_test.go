@@ -59,3 +59,47 @@ func TestUnboundedInputsRefused(t *testing.T) {
 		}
 	}
 }
+
+var defaultNotify = notifyInterrupt
+
+// TestSweepInterrupted: SIGINT during a sweep writes the points finished
+// so far, marked partial, and exits 130.
+func TestSweepInterrupted(t *testing.T) {
+	notifyInterrupt = func(c chan<- os.Signal) { c <- os.Interrupt } // at once
+	defer func() { notifyInterrupt = defaultNotify }()
+	file := filepath.Join(t.TempDir(), "s.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"sweep", "-q", "testdata/fails-to-build.yaml", "--set", "fabric.switch.buffer=1MiB,2MiB", "--metrics", "pfc/frames_tx", "-o", file}, &out, &errb)
+	if code != ExitInterrupted || !strings.Contains(errb.String(), "interrupted") || !strings.Contains(errb.String(), "partial") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil || !strings.Contains(string(b), "PARTIAL") || !strings.Contains(string(b), "not run") {
+		t.Errorf("partial file: %v\n%s", err, b)
+	}
+}
+
+// TestRunReplacesEarlierOutput: run --out into the folder of an earlier
+// run leaves only the new run's files; a folder holding other files is
+// refused and left alone.
+func TestRunReplacesEarlierOutput(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "o")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "stale_table.csv"), []byte("old"), 0o644)
+	var out, errb bytes.Buffer
+	if code := run([]string{"run", "-q", "--out", dir, "line-rate"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stale_table.csv")); err == nil {
+		t.Errorf("the earlier run's CSV is still there")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "result.json")); err != nil {
+		t.Errorf("no result.json: %v", err)
+	}
+	mine := t.TempDir()
+	os.WriteFile(filepath.Join(mine, "thesis.tex"), []byte("mine"), 0o644)
+	errb.Reset()
+	if code := run([]string{"run", "-q", "--out", mine, "line-rate"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "thesis.tex") {
+		t.Errorf("foreign folder: exit %d, %s", code, errb.String())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/sweep"
 )
@@ -182,13 +183,16 @@ func (e interrupted) Unwrap() error { return e.err }
 // as shells report it).
 const ExitInterrupted = 130
 
+// notifyInterrupt subscribes c to SIGINT and SIGTERM (a test replaces it).
+var notifyInterrupt = func(c chan<- os.Signal) { signal.Notify(c, os.Interrupt, syscall.SIGTERM) }
+
 // onInterrupt returns a channel closed at the first SIGINT or SIGTERM,
 // after which the default handling comes back (a second one kills), and a
 // function that stops listening.
 func onInterrupt(stderr io.Writer) (<-chan struct{}, func()) {
 	stop := make(chan struct{})
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	notifyInterrupt(sig)
 	quit := make(chan struct{})
 	go func() {
 		select {
@@ -221,16 +225,12 @@ func writeSweep(r *report.Result, file string) ([]string, error) {
 	if filepath.Ext(file) != ".json" {
 		return nil, fmt.Errorf("%s: name the output FILE.json (CSV and Markdown of the table are written beside it)", file)
 	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return nil, fmt.Errorf("output folder: %w", err)
-	}
 	stem := strings.TrimSuffix(file, ".json")
 	var js bytes.Buffer
 	if err := r.WriteJSON(&js); err != nil {
 		return nil, err
 	}
-	paths := []string{file}
-	data := [][]byte{js.Bytes()}
+	files := []fileio.File{{Name: file, Data: js.Bytes()}}
 	if len(r.Tables) > 0 {
 		var csv, md bytes.Buffer
 		if err := r.Tables[0].WriteCSV(&csv); err != nil {
@@ -239,15 +239,11 @@ func writeSweep(r *report.Result, file string) ([]string, error) {
 		if err := r.Tables[0].WriteMarkdown(&md); err != nil {
 			return nil, err
 		}
-		paths = append(paths, stem+".csv", stem+".md")
-		data = append(data, csv.Bytes(), md.Bytes())
+		files = append(files, fileio.File{Name: stem + ".csv", Data: csv.Bytes()}, fileio.File{Name: stem + ".md", Data: md.Bytes()})
 	}
-	for i, p := range paths {
-		if err := os.WriteFile(p, data[i], 0o644); err != nil {
-			return nil, err
-		}
-	}
-	return paths, nil
+	// Each file is written to a temporary one and renamed over its
+	// target once all are written: none is ever half-written.
+	return fileio.WriteFiles(files)
 }
 
 // progressBar draws on stderr only when it is a terminal (not in CI, not
