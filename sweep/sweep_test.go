@@ -38,6 +38,8 @@ func TestParseAxis(t *testing.T) {
 		{in: "seed=5..1", err: "ends before it starts"},
 		{in: "seed=1..100000", err: "more than 10000 values"},
 		{in: "flows[0].src=[0,1", err: "unbalanced"},
+		{in: "seed=1,1", err: "value 1 given twice"},
+		{in: "seed=1..3,2", err: "value 2 given twice"},
 	}
 	for _, tc := range tests {
 		a, err := ParseAxis(tc.in)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -66,6 +67,11 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		fs.Usage()
 		return errUsage
+	}
+	jobsSet := false
+	fs.Visit(func(f *flag.Flag) { jobsSet = jobsSet || f.Name == "jobs" })
+	if jobsSet && *jobs < 1 {
+		return fmt.Errorf("--jobs %d: want at least 1 (default: GOMAXPROCS, %d here)", *jobs, runtime.GOMAXPROCS(0))
 	}
 	var axes []sweep.Axis
 	for _, s := range sets {
