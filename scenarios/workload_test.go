@@ -178,6 +178,14 @@ func TestFaultsSection(t *testing.T) {
 		{qu, "max_req_failures: 5", "max_req_failures: 0", "workload.rpc.max_req_failures"},
 		{qu, "quarantine_window: 150ms", "quarantine_window: 0s", "workload.rpc.quarantine_window: 0s is not allowed"},
 		{qu, "probe_interval: 50ms", "probe_intervall: 50ms", "probe_intervall"},
+		// A fault that would never fire (at or after the end) is refused,
+		// whatever the workload; so are flaps that do not fit.
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: host-crash, at: 150ms, host: 8}", "faults[0].at: 150ms is not before the end of the run (duration 150ms): the fault would never fire"},
+		{fo, "duration: 150ms", "duration: 2ms", "faults[0].at: 5ms is not before the end of the run (duration 2ms)"},
+		{storm, "{kind: pfc-storm, at: 10ms, host: 0, prio: 3}", "{kind: pfc-storm, at: 10s, host: 0, prio: 3}", "the fault would never fire"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1ps, period: 2ps, count: 1000000000}", "faults[0].period: 2ps is too short (at least 1us)"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1us, period: 2us, count: 1000000000}", "faults[0].count: 1000000000 is too large (at most 10000"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1ms, period: 50ms, count: 4}", "faults[0].count: 4 flaps every 50ms from 5ms do not fit before the end of the run (duration 150ms): at most 3 would fire"},
 		{storm, "{kind: pfc-storm, at: 10ms, host: 0, prio: 3}", "{kind: host-crash, at: 10ms, host: 0}", "host-crash needs hosts with the RPC recovery layer: use workload kind failover"},
 	} {
 		_, err := Parse("f.yaml", []byte(strings.Replace(string(c.src), c.old, c.new, 1)))

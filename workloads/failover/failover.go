@@ -258,10 +258,16 @@ func Run(cfg Config) (*Result, error) {
 }
 
 // rateRecovery is the mean completion rate per bin before faultAt and how
-// long after faultAt it took to be back at 90% of it (see Result).
+// long after faultAt it took to be back at 90% of it (see Result). With no
+// full bin before the fault, or a fault at or after the last bin (which
+// validation refuses: such a fault never fires), there is no rate to
+// recover: 0, 0.
 func rateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
-	pre := int(faultAt / bin)
-	if pre < 1 {
+	if bin <= 0 || faultAt < 0 {
+		return 0, 0
+	}
+	pre := faultAt / bin
+	if pre < 1 || pre > sim.Time(len(bins)) {
 		return 0, 0
 	}
 	var sum int
@@ -270,7 +276,7 @@ func rateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
 	}
 	base := float64(sum) / float64(pre)
 	dropped := false
-	for i := pre; i < len(bins); i++ {
+	for i := int(pre); i < len(bins); i++ {
 		ok := float64(bins[i]) >= 0.9*base
 		if !ok {
 			dropped = true
