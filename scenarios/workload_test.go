@@ -16,7 +16,7 @@ func TestWorkloadBuiltin(t *testing.T) {
 		if w == nil || w.Kind != IncastPull || !w.Window.None || w.Fragment != 4*KiB || !w.VictimOn() {
 			t.Fatalf("%s: workload %+v", name, w)
 		}
-		if tp := s.Fabric.Topology; tp.Kind != LeafSpine || tp.Spines != 1 || tp.HostsPerLeaf != 32 ||
+		if tp := s.Fabric.Topology; tp.Kind != LeafSpine || tp.Spines != DefaultSpines || tp.HostsPerLeaf != 32 ||
 			tp.Leaves != 1+(w.Servers+1+31)/32 {
 			t.Errorf("%s: derived topology %+v", name, tp)
 		}
@@ -119,7 +119,7 @@ func TestPSClusterWorkload(t *testing.T) {
 		{"rankers: 2", "rankers: 2\n  ack_timeout: 0", "workload.ack_timeout: 0 is not allowed (must be >= 1)"},
 		{"rankers: 2", "rankers: 2\n  ack_timeout: 32", "workload.ack_timeout: 32 is too large (at most 31)"},
 		{"rankers: 2", "rankers: 2\n  ack_timeout: 67ms", "workload.ack_timeout"},
-		{"rankers: 2", "rankers: 2\n  spines: 0", "workload.spines: 0 is not allowed (omit the key for the default, 1)"},
+		{"rankers: 2", "rankers: 2\n  spines: 0", "workload.spines: 0 is not allowed (omit the key for the default, 4)"},
 		{"rankers: 2", "rankers: 2\n  spines: 65", "workload.spines: 65 is too large (at most 64)"},
 	} {
 		_, err := Parse("w.yaml", []byte(strings.Replace(base, c.old, c.new, 1)))

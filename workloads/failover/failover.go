@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/tcpsim"
+	"github.com/besim/besim/workloads/app"
 )
 
 // Config is the recovery experiment of §7.2: Shards shard groups,
@@ -38,7 +40,7 @@ type Config struct {
 	// HostsPerLeaf is L, at least max(Shards, Clients) (the default).
 	HostsPerLeaf int
 	// Spines is the spine switches (one uplink from every leaf to each);
-	// default 1.
+	// default app.DefaultSpines.
 	Spines int
 	// Warmup runs after setup, before the faults' clock starts. Default 0.
 	Warmup  sim.Time
@@ -147,7 +149,7 @@ func Run(cfg Config) (*Result, error) {
 		sc.Fabric = fabric.DefaultConfig()
 	}
 	sc.Fabric.Seed = cfg.Seed
-	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: max(cfg.Spines, 1)}
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: cmp.Or(cfg.Spines, app.DefaultSpines)}
 	c, err := simhost.New(sc)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ type Config struct {
 	// app.DefaultHostsPerLeaf.
 	HostsPerLeaf int
 	// Spines is the spine switches of the leaf-spine (every leaf has one
-	// uplink to each); default 1.
+	// uplink to each); default app.DefaultSpines.
 	Spines  int
 	Workers int
 	Servers int // 0 is allowed: the victim (and bandwidth flows) alone, a baseline
@@ -77,7 +77,7 @@ func (c *Config) Prepare() error {
 		c.HostsPerLeaf = app.DefaultHostsPerLeaf
 	}
 	if c.Spines == 0 {
-		c.Spines = 1
+		c.Spines = app.DefaultSpines
 	}
 	if c.Request == 0 {
 		c.Request = 64

@@ -38,7 +38,7 @@ import (
 // rankers then trainers from host 0, the servers from the next leaf on.
 type Config struct {
 	HostsPerLeaf      int // default app.DefaultHostsPerLeaf
-	Spines            int // spine switches, one uplink from every leaf to each; default 1
+	Spines            int // spine switches, one uplink from every leaf to each; default app.DefaultSpines
 	Servers, Shards   int
 	Rankers, Trainers int
 	Request           int // fetch request size, >= 24; default 64
@@ -69,7 +69,7 @@ func (c *Config) Defaults() {
 		c.HostsPerLeaf = app.DefaultHostsPerLeaf
 	}
 	if c.Spines == 0 {
-		c.Spines = 1
+		c.Spines = app.DefaultSpines
 	}
 	if c.Request == 0 {
 		c.Request = 64
