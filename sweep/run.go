@@ -165,11 +165,16 @@ type meta struct {
 	table    report.Table // name, title, key name, columns; no rows
 	notes    []string     // general notes, before the points' own
 	points   int          // in the whole sweep
+	// prov holds the provenance of the sweep file: the build, and the base
+	// scenario's digest and resolved form (experiment.Provenance).
+	prov report.Result
 }
 
-func newMeta(b *Base) meta {
+func newMeta(b *Base) (meta, error) {
 	s := b.Scenario
-	return meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String()}
+	m := meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String()}
+	err := experiment.Provenance(&m.prov, s)
+	return m, err
 }
 
 // Result metric names of a sweep file.
@@ -183,7 +188,9 @@ const (
 // assemble writes a result file from outcomes in point order. A full run
 // and Merge both end here, which is what makes them byte-identical.
 func assemble(m meta, shard Shard, outs []outcome, sims int) *report.Result {
-	r := &report.Result{Tool: m.tool, Scenario: m.scenario, Seed: m.seed, Duration: m.duration}
+	r := &report.Result{Tool: m.tool, Scenario: m.scenario, Seed: m.seed, Duration: m.duration,
+		ToolVersion: m.prov.ToolVersion, Revision: m.prov.Revision, ScenarioSHA256: m.prov.ScenarioSHA256,
+		ResolvedScenario: m.prov.ResolvedScenario}
 	t := m.table
 	t.Rows = nil
 	for _, o := range outs {
@@ -206,6 +213,15 @@ func assemble(m meta, shard Shard, outs []outcome, sims int) *report.Result {
 		r.Notes = append(r.Notes, o.notes...)
 	}
 	return r
+}
+
+// axisKeys are the swept keys, the sweep table's Params.
+func axisKeys(axes []Axis) []string {
+	var keys []string
+	for _, a := range axes {
+		keys = append(keys, a.Key)
+	}
+	return keys
 }
 
 func shardNote(s Shard, points int) string {
@@ -313,7 +329,7 @@ func metricNames(r *report.Result) string {
 func row(cols []report.Column, r *report.Result) []float64 {
 	v := make([]float64, len(cols))
 	for i, c := range cols {
-		v[i] = math.NaN() // written as -1, shown as "-"
+		v[i] = math.NaN() // missing: null in JSON, an empty CSV cell, "-" in text
 		if m, ok := r.Metric(c.Name); ok {
 			v[i] = m.Value
 		}
@@ -377,9 +393,12 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 		return nil, st, err
 	}
 
-	m := newMeta(b)
+	m, err := newMeta(b)
+	if err != nil {
+		return nil, st, err
+	}
 	m.points = len(all)
-	m.table = report.Table{Name: "sweep", Title: fmt.Sprintf("Sweep of %s over %s", m.scenario, describeAxes(axes)), KeyName: "point"}
+	m.table = report.Table{Name: "sweep", Title: fmt.Sprintf("Sweep of %s over %s", m.scenario, describeAxes(axes)), KeyName: "point", Params: axisKeys(axes)}
 	m.notes = []string{fmt.Sprintf("sweep of %s: %d points over %s, each simulated for %s with seed %d unless set", m.scenario, len(all), describeAxes(axes), m.duration, m.seed)}
 
 	var mu sync.Mutex

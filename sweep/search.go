@@ -154,7 +154,10 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		return nil, st, err
 	}
 
-	m := newMeta(b)
+	m, err := newMeta(b)
+	if err != nil {
+		return nil, st, err
+	}
 	m.points = len(all)
 	unit := s.Unit
 	if strings.HasSuffix(s.Key, lenSuffix) {
@@ -165,6 +168,7 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		Name:    "search",
 		Title:   fmt.Sprintf("Largest %s in [%s, %s] with %s still false", s.Key, s.value(s.Lo), s.value(s.Hi), s.Until),
 		KeyName: "point",
+		Params:  axisKeys(axes),
 	}
 	m.notes = []string{fmt.Sprintf("search over %s of %s: largest %s in [%s, %s] for which %s is false, by bisection, assuming it is false below some value and true above (checked at both ends)",
 		describeAxes(axes), m.scenario, s.Key, s.value(s.Lo), s.value(s.Hi), s.Until)}

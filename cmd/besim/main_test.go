@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/besim/besim/report"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -69,5 +71,23 @@ func TestValidateExplains(t *testing.T) {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("validate output lacks %q:\n%s", w, out.String())
 		}
+	}
+}
+
+// TestCompareOldAndNew: compare reads a version 1 result (no format
+// field, -1 for missing) beside one this build writes.
+func TestCompareOldAndNew(t *testing.T) {
+	dir := t.TempDir()
+	besim(t, "run", "-q", "--out", dir, "fig11")
+	out, _ := besim(t, "compare", "--names", "v1,v2", "testdata/fig11.v1.json", filepath.Join(dir, "result.json"))
+	if !strings.Contains(out, "v1") || !strings.Contains(out, "ratio") || strings.Count(out, "\n") < 4 {
+		t.Errorf("compare output:\n%s", out)
+	}
+	r, err := readResult(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Format != report.Format || r.ToolVersion == "" || r.Revision == "" || len(r.ScenarioSHA256) != 64 || len(r.ResolvedScenario) == 0 {
+		t.Errorf("provenance: format %q version %q revision %q digest %q resolved %d bytes", r.Format, r.ToolVersion, r.Revision, r.ScenarioSHA256, len(r.ResolvedScenario))
 	}
 }
