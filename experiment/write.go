@@ -11,8 +11,9 @@ import (
 	"github.com/besim/besim/scenarios"
 )
 
-// Write stores r under dir as result.json and one CSV per table (as the
-// scenario's outputs section asks) and returns the paths written.
+// Write stores r under dir as result.json, one CSV per table and the time
+// series as series.csv (as the scenario's outputs section asks) and
+// returns the paths written.
 func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("output folder: %w", err)
@@ -44,6 +45,15 @@ func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) 
 			// Histogram tables are named hist/NAME: keep files flat.
 			name := strings.ReplaceAll(r.Tables[i].Name, "/", "_")
 			if err := put(name+".csv", b.Bytes()); err != nil {
+				return nil, err
+			}
+		}
+		if len(r.Series) > 0 {
+			var b bytes.Buffer
+			if err := r.WriteSeriesCSV(&b); err != nil {
+				return nil, err
+			}
+			if err := put("series.csv", b.Bytes()); err != nil {
 				return nil, err
 			}
 		}

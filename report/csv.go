@@ -184,3 +184,29 @@ func (t *Table) WriteCSV(w io.Writer) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// WriteSeriesCSV writes every time series of r as one long, tidy table:
+// series, unit, t_s (seconds), value; one line per sample.
+func (r *Result) WriteSeriesCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"series", "unit", "t_s", "value"}); err != nil {
+		return err
+	}
+	for _, s := range r.Series {
+		for i := range s.T {
+			v := ""
+			if i < len(s.V) && !Missing(s.V[i]) {
+				v = Number(s.V[i])
+			}
+			t := ""
+			if !Missing(s.T[i]) {
+				t = Number(s.T[i])
+			}
+			if err := cw.Write([]string{s.Name, s.Unit, t, v}); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -446,3 +446,22 @@ func (t *Table) WriteMarkdown(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// NothingCompleted returns the headline completion counts of r (metrics
+// named */count, */completed or */delivered) when there is at least one
+// and every one is zero: the measured interval saw no completed work, so
+// the other numbers describe nothing. It returns nil otherwise.
+func (r *Result) NothingCompleted() []string {
+	var names []string
+	for _, m := range r.Metrics {
+		base := m.Name[strings.LastIndex(m.Name, "/")+1:]
+		if base != "count" && base != "completed" && base != "delivered" {
+			continue
+		}
+		if m.Value != 0 {
+			return nil
+		}
+		names = append(names, m.Name)
+	}
+	return names
+}
