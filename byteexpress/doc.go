@@ -1,7 +1,9 @@
 // Package byteexpress is the ByteExpress (BE) core: the software
 // communication layer over RC RDMA described in sections 4 to 7 of the
-// paper (paper/byteexpress-paper.txt), written once and run either over the
-// simulated RNIC (virtual time) or over real libibverbs (wall time).
+// paper "Deploying RDMA for Large-Scale Inference and Training Workloads"
+// (the layers around it: docs/ARCHITECTURE.md), written once and run either
+// over the simulated RNIC (virtual time) or over real libibverbs (wall
+// time).
 //
 // # What it models
 //

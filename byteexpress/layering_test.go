@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestLayering enforces DESIGN.md's import rule: the core (this package and
+// TestLayering enforces the core's import rule (docs/ARCHITECTURE.md): the core (this package and
 // every package below it, tests included) depends only on verbs, the
 // byteexpress tree itself (bemalloc, internal helpers) and the standard
 // library, and never on the simulator packages. Tests may also use the

@@ -46,7 +46,7 @@ func TestCloseMidFlight(t *testing.T) {
 }
 
 // TestDeterminism: the same scenario and seed give the same schedule,
-// event for event (DESIGN.md "Time, units, determinism").
+// event for event (docs/ARCHITECTURE.md "Determinism and outputs").
 func TestDeterminism(t *testing.T) {
 	run := func() (uint64, int) {
 		h := fnv.New64a()

@@ -112,11 +112,15 @@ func Build(s *scenarios.Scenario) (Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return timed{x}, nil
+	return timed{x, s}, nil
 }
 
-// timed adds the wall time of Run to the result's Timing.
-type timed struct{ Runner }
+// timed adds the wall time of Run to the result's Timing and the
+// provenance of the result (Provenance).
+type timed struct {
+	Runner
+	s *scenarios.Scenario
+}
 
 func (t timed) Run() (r *report.Result, err error) {
 	start := time.Now()
@@ -143,6 +147,9 @@ func (t timed) Run() (r *report.Result, err error) {
 	if wall > 0 {
 		r.Timing.EventsPerSecond = float64(r.Timing.Events) / wall
 	}
+	if perr := Provenance(r, t.s); perr != nil && err == nil {
+		err = perr
+	}
 	return r, err
 }
 
@@ -157,6 +164,22 @@ func panicSite() string {
 		}
 	}
 	return ""
+}
+
+// Provenance stamps r with where it came from: the build of the running
+// binary (report.Result.SetBuild), the scenario's name, seed and digest,
+// and the scenario with every default. Build's runners call it; a sweep
+// calls it with its base scenario.
+func Provenance(r *report.Result, s *scenarios.Scenario) error {
+	r.SetBuild()
+	r.Scenario, r.Seed = s.Name, s.Seed
+	r.ScenarioSHA256 = s.Digest()
+	j, err := s.JSON()
+	if err != nil {
+		return fmt.Errorf("resolved scenario: %w", err)
+	}
+	r.ResolvedScenario = j
+	return nil
 }
 
 // NewResult is the empty result of a run of s.

@@ -9,12 +9,13 @@ import (
 	"github.com/besim/besim/scenarios"
 )
 
-// Write stores r under dir as result.json and one CSV per table (as the
-// scenario's outputs section asks) and returns the paths written. dir is
-// replaced as a whole (fileio.WriteDir): it ends up with this run's files
-// only, or, if writing fails, as it was. A folder holding anything but
-// what besim writes (.json, .csv, and the .md, .png and .svg of sweep and
-// plot, stale once the run is replaced) is refused, not replaced.
+// Write stores r under dir as result.json, one CSV per table and the time
+// series as series.csv (as the scenario's outputs section asks) and
+// returns the paths written. dir is replaced as a whole
+// (fileio.WriteDir): it ends up with this run's files only, or, if
+// writing fails, as it was. A folder holding anything but what besim
+// writes (.json, .csv, and the .md, .png and .svg of sweep and plot,
+// stale once the run is replaced) is refused, not replaced.
 func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) {
 	var files []fileio.File
 	if o.JSON == nil || *o.JSON {
@@ -33,6 +34,13 @@ func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) 
 			// Histogram tables are named hist/NAME: keep files flat.
 			name := strings.ReplaceAll(r.Tables[i].Name, "/", "_")
 			files = append(files, fileio.File{Name: name + ".csv", Data: b.Bytes()})
+		}
+		if len(r.Series) > 0 {
+			var b bytes.Buffer
+			if err := r.WriteSeriesCSV(&b); err != nil {
+				return nil, err
+			}
+			files = append(files, fileio.File{Name: "series.csv", Data: b.Bytes()})
 		}
 	}
 	return fileio.WriteDir(dir, files, ".json", ".csv", ".md", ".png", ".svg")

@@ -288,7 +288,7 @@ func Sweep(r *report.Result, x, y string) (*gplot.Plot, error) {
 			xsSeen = append(xsSeen, xv)
 		}
 		yv := row.Values[yi]
-		g.pts = append(g.pts, pt{xs: xv, x: xf, y: yv, ok: !(yv == -1 || math.IsNaN(yv) || math.IsInf(yv, 0)), row: ri})
+		g.pts = append(g.pts, pt{xs: xv, x: xf, y: yv, ok: !report.Missing(yv), row: ri})
 	}
 	var ticks []gplot.Tick
 	for i, xs := range xsSeen {
@@ -603,7 +603,7 @@ func Bars(r *report.Result, table, col string) (*gplot.Plot, error) {
 	names := make([]string, len(t.Rows))
 	for i, row := range t.Rows {
 		v := row.Values[ci]
-		if v == -1 || math.IsNaN(v) || math.IsInf(v, 0) {
+		if report.Missing(v) {
 			v = 0
 		}
 		vals[i] = v

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 )
 
 // Compare builds a side-by-side table of the metrics both results have, in
@@ -19,7 +20,7 @@ func Compare(a, b *Result, aName, bName string) *Table {
 		if !ok {
 			continue
 		}
-		ratio := -1.0
+		ratio := math.NaN() // missing: nothing to divide by
 		if m.Value != 0 {
 			ratio = o.Value / m.Value
 		}

@@ -11,6 +11,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,11 +20,31 @@ import (
 	"strings"
 )
 
+// Format names the result file format WriteJSON writes. Version 1 (files
+// without a "format" field) wrote missing values as -1; version 2 writes
+// them as null and adds the provenance fields.
+const Format = "besim-result/2"
+
+// Unknown is written where a provenance fact is not available (a build
+// without module or VCS information, such as `go run` or `go test`).
+const Unknown = "unknown"
+
 // Result is one run.
 type Result struct {
-	Tool     string `json:"tool"` // "besim" or "berun"
-	Scenario string `json:"scenario"`
-	Seed     uint64 `json:"seed"`
+	// Format is the file format (Format); empty in version 1 files.
+	Format string `json:"format,omitempty"`
+	Tool   string `json:"tool"` // "besim" or "berun"
+	// ToolVersion and Revision say which build wrote the result (the
+	// module version and VCS commit of runtime/debug.ReadBuildInfo, the
+	// commit with "+dirty" when the tree had local changes); Unknown when
+	// the build carries none.
+	ToolVersion string `json:"tool_version,omitempty"`
+	Revision    string `json:"revision,omitempty"`
+	Scenario    string `json:"scenario"`
+	// ScenarioSHA256 is the hex SHA-256 of the scenario file's bytes as
+	// loaded (after --set overrides: the text that was run).
+	ScenarioSHA256 string `json:"scenario_sha256,omitempty"`
+	Seed           uint64 `json:"seed"`
 	// Duration is the measured interval (virtual time for besim).
 	Duration string   `json:"duration"`
 	Metrics  []Metric `json:"metrics"`
@@ -31,8 +52,12 @@ type Result struct {
 	Series   []Series `json:"series,omitempty"`
 	// Notes explain the run to a person: why PFC did or did not fire, which
 	// hardware counters were absent, and so on.
-	Notes  []string `json:"notes,omitempty"`
-	Timing *Timing  `json:"timing,omitempty"`
+	Notes []string `json:"notes,omitempty"`
+	// ResolvedScenario is the scenario with every default filled in, as a
+	// JSON object with the YAML file's keys and order (scenario units stay
+	// strings: "25Gbps"). For a sweep it is the base scenario.
+	ResolvedScenario json.RawMessage `json:"resolved_scenario,omitempty"`
+	Timing           *Timing         `json:"timing,omitempty"`
 }
 
 // Timing is about the machine that produced the result, not the scenario.
@@ -43,7 +68,10 @@ type Timing struct {
 }
 
 // Metric is a named scalar. Names are slash paths, e.g.
-// "flow/victim/goodput" or "pfc/pause_frames".
+// "flow/victim/goodput" or "pfc/pause_frames". A missing value (a ratio
+// with nothing to divide, a time that never came) is NaN in Go, null in
+// JSON, an empty cell in CSV and "-" in text; infinities are treated the
+// same. No finite value is reserved to mean "missing".
 type Metric struct {
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
@@ -58,7 +86,7 @@ type Column struct {
 
 // Row is a keyed row of values, one per column. A row whose values could
 // not be measured (a sweep point whose simulation failed or never ran)
-// says why in Error; its values are then NaN (written -1, shown "-").
+// says why in Error; its values are then NaN (missing: null in JSON, empty in CSV, "-" in text).
 type Row struct {
 	Key    string    `json:"key"`
 	Values []float64 `json:"values"`
@@ -67,9 +95,13 @@ type Row struct {
 
 // Table is a keyed table, e.g. one row per flow or per switch port.
 type Table struct {
-	Name    string   `json:"name"`
-	Title   string   `json:"title"`
-	KeyName string   `json:"key_name"`
+	Name    string `json:"name"`
+	Title   string `json:"title"`
+	KeyName string `json:"key_name"`
+	// Params, when set, are the swept keys of a sweep or search table, in
+	// order: each row's Key is then "k1=v1,k2=v2" with these keys, and
+	// WriteCSV writes one column per key instead of the key column.
+	Params  []string `json:"params,omitempty"`
 	Columns []Column `json:"columns"`
 	Rows    []Row    `json:"rows"`
 }
@@ -134,44 +166,172 @@ func (t *Table) AddRow(key string, vals ...float64) {
 	t.Rows = append(t.Rows, Row{Key: key, Values: vals})
 }
 
-// WriteJSON writes r indented. Non-finite values are written as null-free
-// sentinels by Num so the JSON stays valid.
+// WriteJSON writes r indented, as Format: missing values (NaN, Inf) are
+// null and numbers have no binary noise (Number). Size columns of tables
+// are written in bytes (MachineUnit), the unit of the size metrics. A
+// result without ToolVersion and Revision gets the running binary's
+// (Build), so every tool that writes results stamps them.
 func (r *Result) WriteJSON(w io.Writer) error {
 	c := *r
-	c.Metrics = append([]Metric(nil), r.Metrics...)
-	for i := range c.Metrics {
-		c.Metrics[i].Value = finite(c.Metrics[i].Value)
+	c.Format = Format
+	if c.ToolVersion == "" && c.Revision == "" {
+		c.ToolVersion, c.Revision = Build()
 	}
 	c.Tables = make([]Table, len(r.Tables))
-	for i, t := range r.Tables {
-		c.Tables[i] = t
-		c.Tables[i].Rows = make([]Row, len(t.Rows))
-		for j, row := range t.Rows {
-			v := make([]float64, len(row.Values))
-			for k, x := range row.Values {
-				v[k] = finite(x)
-			}
-			c.Tables[i].Rows[j] = Row{Key: row.Key, Values: v, Error: row.Error}
-		}
+	for i := range r.Tables {
+		c.Tables[i] = r.Tables[i].machine()
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(&c)
 }
 
-// finite maps NaN/Inf (undefined ratios) to -1, which no metric takes.
-func finite(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return -1
+// MarshalJSON writes a missing value as null.
+func (m Metric) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Name  string          `json:"name"`
+		Value json.RawMessage `json:"value"`
+		Unit  string          `json:"unit,omitempty"`
 	}
-	return x
+	return json.Marshal(plain{m.Name, jsonNumber(m.Value), m.Unit})
 }
 
 // MaxFile is the largest result file besim reads (merge, plot, compare)
 // and berun writes, in bytes.
 const MaxFile = 256 << 20
 
-// ReadJSON parses a result written by WriteJSON.
+// UnmarshalJSON reads null as NaN.
+func (m *Metric) UnmarshalJSON(b []byte) error {
+	var p struct {
+		Name  string   `json:"name"`
+		Value *float64 `json:"value"`
+		Unit  string   `json:"unit,omitempty"`
+	}
+	if err := strictUnmarshal(b, &p); err != nil {
+		return err
+	}
+	*m = Metric{Name: p.Name, Value: orNaN(p.Value), Unit: p.Unit}
+	return nil
+}
+
+// MarshalJSON writes missing values as null.
+func (r Row) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Key    string            `json:"key"`
+		Values []json.RawMessage `json:"values"`
+		Error  string            `json:"error,omitempty"`
+	}
+	return json.Marshal(plain{r.Key, jsonNumbers(r.Values), r.Error})
+}
+
+// UnmarshalJSON reads null as NaN.
+func (r *Row) UnmarshalJSON(b []byte) error {
+	var p struct {
+		Key    string     `json:"key"`
+		Values []*float64 `json:"values"`
+		Error  string     `json:"error,omitempty"`
+	}
+	if err := strictUnmarshal(b, &p); err != nil {
+		return err
+	}
+	*r = Row{Key: p.Key, Values: orNaNs(p.Values), Error: p.Error}
+	return nil
+}
+
+// MarshalJSON writes missing values as null.
+func (s Series) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Name string            `json:"name"`
+		Unit string            `json:"unit,omitempty"`
+		T    []json.RawMessage `json:"t"`
+		V    []json.RawMessage `json:"v"`
+	}
+	return json.Marshal(plain{s.Name, s.Unit, jsonNumbers(s.T), jsonNumbers(s.V)})
+}
+
+// UnmarshalJSON reads null as NaN.
+func (s *Series) UnmarshalJSON(b []byte) error {
+	var p struct {
+		Name string     `json:"name"`
+		Unit string     `json:"unit,omitempty"`
+		T    []*float64 `json:"t"`
+		V    []*float64 `json:"v"`
+	}
+	if err := strictUnmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Series{Name: p.Name, Unit: p.Unit, T: orNaNs(p.T), V: orNaNs(p.V)}
+	return nil
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func jsonNumber(x float64) json.RawMessage {
+	if Missing(x) {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(Number(x))
+}
+
+func jsonNumbers(xs []float64) []json.RawMessage {
+	if xs == nil {
+		return nil
+	}
+	out := make([]json.RawMessage, len(xs))
+	for i, x := range xs {
+		out[i] = jsonNumber(x)
+	}
+	return out
+}
+
+func orNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+func orNaNs(ps []*float64) []float64 {
+	if ps == nil {
+		return nil
+	}
+	out := make([]float64, len(ps))
+	for i, p := range ps {
+		out[i] = orNaN(p)
+	}
+	return out
+}
+
+// Missing reports whether x stands for a missing value: NaN or an
+// infinity.
+func Missing(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
+
+// Number formats x for machines (JSON and CSV): the shortest decimal that
+// reads back as x after rounding to 15 significant digits, so that binary
+// noise (459.34671199999997) is dropped (459.346712), and without an
+// exponent between 1e-6 and 1e21 (1000000, not 1e+06). x must not be
+// Missing.
+func Number(x float64) string {
+	if x == 0 {
+		return "0"
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 15, 64), 64)
+	if err != nil {
+		r = x
+	}
+	if a := math.Abs(r); a >= 1e21 || a < 1e-6 {
+		return strconv.FormatFloat(r, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
+// ReadJSON parses a result written by WriteJSON, of this format or
+// version 1. In a version 1 file -1 stood for a missing value; it is read
+// as NaN.
 func ReadJSON(rd io.Reader) (*Result, error) {
 	var r Result
 	dec := json.NewDecoder(rd)
@@ -179,14 +339,39 @@ func ReadJSON(rd io.Reader) (*Result, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
+	switch r.Format {
+	case "":
+		v1Missing(&r)
+	case Format:
+	default:
+		return nil, fmt.Errorf("report: format %q is not one this build reads (%s, or version 1 without a format field)", r.Format, Format)
+	}
 	return &r, nil
+}
+
+func v1Missing(r *Result) {
+	fix := func(x *float64) {
+		if *x == -1 {
+			*x = math.NaN()
+		}
+	}
+	for i := range r.Metrics {
+		fix(&r.Metrics[i].Value)
+	}
+	for _, t := range r.Tables {
+		for _, row := range t.Rows {
+			for j := range row.Values {
+				fix(&row.Values[j])
+			}
+		}
+	}
 }
 
 // Num formats a value for people: integers without decimals, others with
 // up to four significant decimals.
 func Num(x float64) string {
 	switch {
-	case math.IsNaN(x) || math.IsInf(x, 0) || x == -1:
+	case Missing(x):
 		return "-"
 	case x == math.Trunc(x) && math.Abs(x) < 1e15:
 		return strconv.FormatInt(int64(x), 10)
@@ -304,35 +489,21 @@ func (t *Table) WriteMarkdown(w io.Writer) error {
 	return err
 }
 
-// WriteCSV writes t as CSV with full-precision values.
-func (t *Table) WriteCSV(w io.Writer) error {
-	errs := t.HasErrors()
-	var b strings.Builder
-	b.WriteString(csvField(t.KeyName))
-	for _, c := range t.Columns {
-		b.WriteString("," + csvField(header(c)))
-	}
-	if errs {
-		b.WriteString("," + ErrorColumn)
-	}
-	b.WriteString("\n")
-	for _, r := range t.Rows {
-		b.WriteString(csvField(r.Key))
-		for _, v := range r.Values {
-			b.WriteString("," + strconv.FormatFloat(v, 'g', -1, 64))
+// NothingCompleted returns the headline completion counts of r (metrics
+// named */count, */completed or */delivered) when there is at least one
+// and every one is zero: the measured interval saw no completed work, so
+// the other numbers describe nothing. It returns nil otherwise.
+func (r *Result) NothingCompleted() []string {
+	var names []string
+	for _, m := range r.Metrics {
+		base := m.Name[strings.LastIndex(m.Name, "/")+1:]
+		if base != "count" && base != "completed" && base != "delivered" {
+			continue
 		}
-		if errs {
-			b.WriteString("," + csvField(r.Error))
+		if m.Value != 0 {
+			return nil
 		}
-		b.WriteString("\n")
+		names = append(names, m.Name)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func csvField(s string) string {
-	if strings.ContainsAny(s, ",\"\n\r") {
-		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-	}
-	return s
+	return names
 }

@@ -2,7 +2,7 @@
 // a NIC resource and cost model, and the host-side provider costs (doorbells,
 // their locks) that the paper's I/O threads pay, behind the verbs port. It
 // passes the verbs/verbstest conformance suite, so the ByteExpress core runs
-// on it exactly as on libibverbs (DESIGN.md "Simulated RNIC and DCQCN").
+// on it exactly as on libibverbs (docs/ARCHITECTURE.md "Network models").
 //
 // # Using it
 //

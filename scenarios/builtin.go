@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -115,4 +116,89 @@ func (s *Scenario) YAML() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// Digest is the hex SHA-256 of the bytes the scenario was parsed from
+// (empty for one built in Go).
+func (s *Scenario) Digest() string {
+	if s.src == nil {
+		return ""
+	}
+	return s.src.sha256
+}
+
+// JSON is the normalized scenario (YAML) as one JSON object with the same
+// keys in the same order; scalars keep their YAML type (numbers and
+// booleans stay numbers and booleans, values with units stay strings such
+// as "25Gbps"). It is what a result records as its resolved scenario.
+func (s *Scenario) JSON() ([]byte, error) {
+	y, err := s.YAML()
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(y, &doc); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := nodeJSON(&b, &doc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func nodeJSON(b *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) != 1 {
+			return fmt.Errorf("scenarios: JSON of a document with %d nodes", len(n.Content))
+		}
+		return nodeJSON(b, n.Content[0])
+	case yaml.AliasNode:
+		return nodeJSON(b, n.Alias)
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			b.Write(k)
+			b.WriteByte(':')
+			if err := nodeJSON(b, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, c := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := nodeJSON(b, c); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			b.WriteString("null")
+		case "!!bool", "!!int", "!!float":
+			var v any
+			if err := n.Decode(&v); err != nil {
+				return err
+			}
+			j, err := json.Marshal(v)
+			if err != nil { // .inf, .nan
+				j, _ = json.Marshal(n.Value)
+			}
+			b.Write(j)
+		default:
+			j, _ := json.Marshal(n.Value)
+			b.Write(j)
+		}
+	}
+	return nil
 }

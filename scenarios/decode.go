@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -29,8 +31,9 @@ const maxHostEntries = 1 << 20
 
 // source remembers where each field of a parsed scenario was written.
 type source struct {
-	file  string
-	lines map[string]int // field path -> line of its value ("" = the document)
+	file   string
+	lines  map[string]int // field path -> line of its value ("" = the document)
+	sha256 string         // hex SHA-256 of the bytes parsed
 }
 
 // Parse decodes, defaults and validates one scenario. filename is used only
@@ -77,6 +80,8 @@ func Parse(filename string, data []byte) (*Scenario, error) {
 		// The schema check should have caught it; report what yaml says.
 		return nil, c.position(yamlErrors(filename, err)).err()
 	}
+	sum := sha256.Sum256(data)
+	c.src.sha256 = hex.EncodeToString(sum[:])
 	s.src = c.src
 	if err := s.ApplyDefaults(); err != nil {
 		return nil, err

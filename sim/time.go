@@ -2,8 +2,8 @@
 // picoseconds, a single-threaded event queue with deterministic tie-breaking,
 // cancellable timers and per-component random streams.
 //
-// It follows DESIGN.md "Event kernel": handlers are methods on long-lived
-// components (no closure or goroutine per event), and each component keeps
+// It follows docs/ARCHITECTURE.md "Event kernel": handlers are methods on
+// long-lived components (no closure or goroutine per event), and each component keeps
 // few pending events, so the queue grows with ports rather than packets.
 //
 // Speed (go test -bench Hold ./sim, the hold model: pop the earliest event,

@@ -2,8 +2,8 @@
 // virtual time: each Host is one simulated machine, an rnic NIC attached to
 // a fabric node, a bemalloc pool over the NIC's protection domain and a
 // byteexpress Endpoint whose I/O threads are simulator components. It is
-// the "besim" half of DESIGN.md's driven-core split (the wall-clock half
-// is byteexpress/realtime): the same core code, the real simulated RNIC
+// the "besim" half of the driven-core split of docs/ARCHITECTURE.md (the
+// wall-clock half is byteexpress/realtime): the same core code, the real simulated RNIC
 // (payload mode) and switch fabric underneath, modelled CPU time on top.
 //
 // # What it models (paper sections)

@@ -93,7 +93,8 @@ func split(r *report.Result) (m meta, shard Shard, sims int, outs []outcome, err
 		}
 		shard = Shard{I: i, N: nn}
 	}
-	m = meta{tool: r.Tool, scenario: r.Scenario, seed: r.Seed, duration: r.Duration, points: points, table: r.Tables[0]}
+	m = meta{tool: r.Tool, scenario: r.Scenario, seed: r.Seed, duration: r.Duration, points: points, table: r.Tables[0],
+		prov: report.Result{ToolVersion: r.ToolVersion, Revision: r.Revision, ScenarioSHA256: r.ScenarioSHA256, ResolvedScenario: r.ResolvedScenario}}
 	m.table.Rows = nil
 	rows := r.Tables[0].Rows
 	want := 0
@@ -159,6 +160,8 @@ func sameMeta(a, b meta) error {
 		return fmt.Errorf("scenario %s seed %d (%s) vs %s seed %d (%s)", a.scenario, a.seed, a.duration, b.scenario, b.seed, b.duration)
 	case a.digest != b.digest:
 		return fmt.Errorf("different sweep definitions (scenario source, axes or their values; digest %s vs %s)", orNone(a.digest), orNone(b.digest))
+	case a.prov.ScenarioSHA256 != b.prov.ScenarioSHA256:
+		return fmt.Errorf("scenario digests differ (%s vs %s): the shards ran different scenario files", a.prov.ScenarioSHA256, b.prov.ScenarioSHA256)
 	case a.points != b.points:
 		return fmt.Errorf("%d vs %d points", a.points, b.points)
 	case a.table.Name != b.table.Name || a.table.Title != b.table.Title || a.table.KeyName != b.table.KeyName || !slices.Equal(a.table.Columns, b.table.Columns):

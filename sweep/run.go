@@ -274,11 +274,16 @@ type meta struct {
 	notes    []string     // general notes, before the points' own
 	points   int          // in the whole sweep
 	digest   string       // of the sweep's definition: written in shards, compared by Merge
+	// prov holds the provenance of the sweep file: the build, and the base
+	// scenario's digest and resolved form (experiment.Provenance).
+	prov report.Result
 }
 
-func newMeta(b *Base, def ...string) meta {
+func newMeta(b *Base, def ...string) (meta, error) {
 	s := b.Scenario
-	return meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String(), digest: digest(b, def...)}
+	m := meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String(), digest: digest(b, def...)}
+	err := experiment.Provenance(&m.prov, s)
+	return m, err
 }
 
 // digest identifies a sweep's definition: the scenario's source and each
@@ -316,7 +321,9 @@ const (
 // assemble writes a result file from outcomes in point order. A full run
 // and Merge both end here, which is what makes them byte-identical.
 func assemble(m meta, shard Shard, outs []outcome, sims int) *report.Result {
-	r := &report.Result{Tool: m.tool, Scenario: m.scenario, Seed: m.seed, Duration: m.duration}
+	r := &report.Result{Tool: m.tool, Scenario: m.scenario, Seed: m.seed, Duration: m.duration,
+		ToolVersion: m.prov.ToolVersion, Revision: m.prov.Revision, ScenarioSHA256: m.prov.ScenarioSHA256,
+		ResolvedScenario: m.prov.ResolvedScenario}
 	t := m.table
 	t.Rows = nil
 	failed, notRun := 0, 0
@@ -361,6 +368,15 @@ func assemble(m meta, shard Shard, outs []outcome, sims int) *report.Result {
 		r.Notes = append(r.Notes, o.notes...)
 	}
 	return r
+}
+
+// axisKeys are the swept keys, the sweep table's Params.
+func axisKeys(axes []Axis) []string {
+	var keys []string
+	for _, a := range axes {
+		keys = append(keys, a.Key)
+	}
+	return keys
 }
 
 func shardNote(s Shard, points int) string {
@@ -468,7 +484,7 @@ func metricNames(r *report.Result) string {
 func row(cols []report.Column, r *report.Result) []float64 {
 	v := make([]float64, len(cols))
 	for i, c := range cols {
-		v[i] = math.NaN() // written as -1, shown as "-"
+		v[i] = math.NaN() // missing: null in JSON, an empty CSV cell, "-" in text
 		if m, ok := r.Metric(c.Name); ok {
 			v[i] = m.Value
 		}
@@ -532,9 +548,12 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 		return nil, st, err
 	}
 
-	m := newMeta(b, axesDef(axes)...)
+	m, err := newMeta(b, axesDef(axes)...)
+	if err != nil {
+		return nil, st, err
+	}
 	m.points = len(all)
-	m.table = report.Table{Name: "sweep", Title: fmt.Sprintf("Sweep of %s over %s", m.scenario, describeAxes(axes)), KeyName: "point"}
+	m.table = report.Table{Name: "sweep", Title: fmt.Sprintf("Sweep of %s over %s", m.scenario, describeAxes(axes)), KeyName: "point", Params: axisKeys(axes)}
 	m.notes = []string{fmt.Sprintf("sweep of %s: %d points over %s, each simulated for %s with seed %d unless set", m.scenario, len(all), describeAxes(axes), m.duration, m.seed)}
 
 	var mu sync.Mutex

@@ -155,7 +155,10 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		return nil, st, err
 	}
 
-	m := newMeta(b, append(axesDef(axes), "search", s.Key, s.value(s.Lo), s.value(s.Hi), s.Until.String())...)
+	m, err := newMeta(b, append(axesDef(axes), "search", s.Key, s.value(s.Lo), s.value(s.Hi), s.Until.String())...)
+	if err != nil {
+		return nil, st, err
+	}
 	m.points = len(all)
 	unit := s.Unit
 	if strings.HasSuffix(s.Key, lenSuffix) {
@@ -166,6 +169,7 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		Name:    "search",
 		Title:   fmt.Sprintf("Largest %s in [%s, %s] with %s still false", s.Key, s.value(s.Lo), s.value(s.Hi), s.Until),
 		KeyName: "point",
+		Params:  axisKeys(axes),
 	}
 	m.notes = []string{fmt.Sprintf("search over %s of %s: largest %s in [%s, %s] for which %s is false, by bisection, assuming it is false below some value and true above (checked at both ends)",
 		describeAxes(axes), m.scenario, s.Key, s.value(s.Lo), s.value(s.Hi), s.Until)}

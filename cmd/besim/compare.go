@@ -10,7 +10,7 @@ import (
 )
 
 func cmdCompare(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("compare", "A.json B.json", stderr)
+	fs := newFlags("compare", stdout, stderr)
 	md := fs.Bool("md", false, "print Markdown")
 	names := fs.String("names", "", "column names for A and B: `a,b` (default: the file names)")
 	table := fs.String("table", "", "also compare the cells of this table (e.g. sweep, flows), as TABLE/ROW/COLUMN")

@@ -1,7 +1,10 @@
 // Command besim runs ByteExpress scenarios in simulation: `besim run` prints
 // a summary and writes JSON and CSV results, `besim validate` checks a
 // scenario and explains the fabric parameters it derives, `besim list` shows
-// the embedded scenarios.
+// the embedded scenarios; `besim help` lists every command and `besim help
+// CMD` describes one. The commands are a hand-written table (cli.go) over
+// the standard flag package. Exit status: 0 success, 1 failure, 2 usage.
+// The layers below it: docs/ARCHITECTURE.md.
 package main
 
 import (
@@ -11,34 +14,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/scenarios"
 	_ "github.com/besim/besim/workloads/all" // every scenario kind
 )
-
-const usage = `besim: discrete-event simulator of the ByteExpress RDMA stack
-
-usage:
-  besim run [flags] [SCENARIO]     simulate a scenario (file or embedded name; default %q)
-  besim validate [flags] SCENARIO  check a scenario and explain derived thresholds
-  besim list                       list embedded scenarios
-  besim sweep [flags] SCENARIO --set KEY=V1,V2 [--set ...]
-                                   run a parameter sweep (parallel; --shard i/n for batch jobs)
-  besim sweep [flags] SCENARIO --search KEY=LO..HI --until METRIC>X [--set ...]
-                                   bisect the largest KEY before METRIC>X holds
-  besim merge SHARD.json... -o OUT.json
-                                   merge sharded sweep results into the full one
-  besim plot [flags] RESULT.json -o OUT.png|OUT.svg
-                                   plot a sweep (--x --y), time series, CDFs or bars
-  besim compare [--md] A.json B.json
-                                   put the metrics of two results side by side
-  besim COMMAND -h                 flags of a command
-
-exit status: 0 success; 1 error (a simulation that failed, a sweep with a
-failed point unless --keep-going); 2 usage; 130 interrupted (a sweep or
-search writes its finished points, marked partial, first)
-`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -46,32 +27,22 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, usage, scenarios.Default)
+		fmt.Fprint(stderr, usageText())
 		return 2
 	}
 	var err error
 	switch args[0] {
-	case "run":
-		err = cmdRun(args[1:], stdout, stderr)
-	case "validate":
-		err = cmdValidate(args[1:], stdout, stderr)
-	case "list":
-		err = cmdList(args[1:], stdout, stderr)
-	case "sweep":
-		err = cmdSweep(args[1:], stdout, stderr)
-	case "merge":
-		err = cmdMerge(args[1:], stdout, stderr)
-	case "plot":
-		err = cmdPlot(args[1:], stdout, stderr)
-	case "compare":
-		err = cmdCompare(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintf(stdout, usage, scenarios.Default)
-		return 0
+	case "-h", "--help", "-help", "help":
+		return cmdHelp(args[1:], stdout, stderr)
+	case "--version", "-version":
+		err = cmdVersion(nil, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "besim: unknown command %q\n", args[0])
-		fmt.Fprintf(stderr, usage, scenarios.Default)
-		return 2
+		c := lookup(args[0])
+		if c == nil || c.run == nil {
+			unknown(args[0], stderr)
+			return 2
+		}
+		err = c.run(args[1:], stdout, stderr)
 	}
 	switch {
 	case err == nil:
@@ -90,27 +61,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 var errUsage = errors.New("usage")
 
-func newFlags(name, args string, stderr io.Writer) *flag.FlagSet {
+// newFlags is the flag set of a command: -h and --help print the command's
+// help (description, flags as --flag, example) on stdout; a flag error
+// prints the usage line on stderr.
+func newFlags(name string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: besim %s [flags] %s\n", name, args)
-		fs.PrintDefaults()
+		c := lookup(name)
+		fmt.Fprintf(stderr, "usage: besim %s [flags] %s\nrun 'besim help %s' for its flags and an example\n", name, c.args, name)
 	}
+	helpOut[fs] = stdout
 	return fs
 }
 
+// helpOut is where each flag set's --help goes.
+var helpOut = map[*flag.FlagSet]io.Writer{}
+
 func parse(fs *flag.FlagSet, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "--help" || a == "-help" {
+			if capture != nil {
+				capture(fs)
+			} else if c := lookup(fs.Name()); c != nil {
+				help(helpOut[fs], c, fs)
+			}
+			delete(helpOut, fs)
+			return flag.ErrHelp
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return errUsage
+		return errUsage // flag printed the error and the usage line
 	}
 	return nil
 }
 
-func load(fs *flag.FlagSet, pos []string, seed *uint64, allowDefault bool) (*scenarios.Scenario, error) {
+func load(fs *flag.FlagSet, pos []string, seed *uint64, sets []string, allowDefault bool) (*scenarios.Scenario, error) {
 	name := scenarios.Default
 	switch len(pos) {
 	case 0:
@@ -124,7 +116,7 @@ func load(fs *flag.FlagSet, pos []string, seed *uint64, allowDefault bool) (*sce
 		fs.Usage()
 		return nil, errUsage
 	}
-	s, err := scenarios.Load(name)
+	s, err := loadWith(name, sets)
 	if err != nil {
 		return nil, err
 	}
@@ -136,16 +128,36 @@ func load(fs *flag.FlagSet, pos []string, seed *uint64, allowDefault bool) (*sce
 	return s, nil
 }
 
+// stdin is where a scenario named "-" is read from.
+var stdin io.Reader = os.Stdin
+
+// loadScenario is scenarios.Load, with "-" for standard input.
+func loadScenario(name string) (*scenarios.Scenario, error) {
+	if name != "-" {
+		return scenarios.Load(name)
+	}
+	data, err := io.ReadAll(io.LimitReader(stdin, 1<<20+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, errNoStdin
+	}
+	return scenarios.Parse("<stdin>", data)
+}
+
 func cmdRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", "[SCENARIO]", stderr)
+	fs := newFlags("run", stdout, stderr)
 	seed := fs.Uint64("seed", 0, "override the scenario's random seed")
+	var sets multiFlag
+	fs.Var(&sets, "set", "override one key: `KEY=VALUE` (the sweep's key syntax, e.g. fabric.switch.buffer=2MiB; repeatable)")
 	out := fs.String("out", "", "output folder (default: the scenario's outputs.dir, else out/NAME)")
 	quiet := fs.Bool("q", false, "do not print the summary")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	s, err := load(fs, pos, seed, true)
+	s, err := load(fs, pos, seed, sets, true)
 	if err != nil {
 		return err
 	}
@@ -178,6 +190,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	for _, f := range files {
 		fmt.Fprintln(stderr, "wrote", f)
 	}
+	if zero := res.NothingCompleted(); zero != nil {
+		fmt.Fprintf(stderr, "warning: nothing completed in the measured interval (%s: 0); every figure above describes an empty interval: lengthen duration (or shorten warmup)\n",
+			strings.Join(zero, ", "))
+	}
 	fmt.Fprintf(stderr, "simulated %s in %.2fs wall (%d events, %.2fM events/s)\n",
 		res.Duration, timing.WallSeconds, timing.Events, timing.EventsPerSecond/1e6)
 	// A failed run still writes its result (with the note saying why)
@@ -186,12 +202,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("validate", "SCENARIO", stderr)
+	fs := newFlags("validate", stdout, stderr)
+	printIt := fs.Bool("print", false, "print the normalised scenario (every default filled in) instead of the explanation")
+	var sets multiFlag
+	fs.Var(&sets, "set", "override one key first: `KEY=VALUE` (repeatable)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	s, err := load(fs, pos, new(uint64), false)
+	s, err := load(fs, pos, new(uint64), sets, false)
 	if err != nil {
 		return err
 	}
@@ -199,11 +218,19 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *printIt {
+		y, err := s.YAML()
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(y)
+		return err
+	}
 	return x.Explain(stdout)
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("list", "", stderr)
+	fs := newFlags("list", stdout, stderr)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

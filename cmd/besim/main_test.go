@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/besim/besim/report"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -45,10 +47,12 @@ func TestCommandErrors(t *testing.T) {
 	}{
 		{nil, 2, "usage:"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"valdiate"}, 2, "did you mean validate?"},
+		{[]string{"help", "nope"}, 2, `unknown command "nope"`},
 		{[]string{"run", "no-such-scenario"}, 1, "not an embedded scenario"},
 		{[]string{"validate"}, 2, "usage: besim validate"},
 		{[]string{"run", "--bogus"}, 2, "flag provided but not defined"},
-		{[]string{"run", "-h"}, 0, "-seed"},
+		{[]string{"run", "-h"}, 0, "--seed"},
 		{[]string{"validate", "testdata/bad-unit.yaml"}, 1, "testdata/bad-unit.yaml:5: fabric.links.rate"},
 		{[]string{"sweep", "incast", "--set", "seed=1,2", "--jobs", "-5"}, 1, "--jobs -5: want at least 1"},
 		{[]string{"sweep", "incast", "--set", "seed=1,2", "--jobs", "0"}, 1, "--jobs 0: want at least 1"},
@@ -72,5 +76,134 @@ func TestValidateExplains(t *testing.T) {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("validate output lacks %q:\n%s", w, out.String())
 		}
+	}
+}
+
+// TestCompareOldAndNew: compare reads a version 1 result (no format
+// field, -1 for missing) beside one this build writes.
+func TestCompareOldAndNew(t *testing.T) {
+	dir := t.TempDir()
+	besim(t, "run", "-q", "--out", dir, "fig11")
+	out, _ := besim(t, "compare", "--names", "v1,v2", "testdata/fig11.v1.json", filepath.Join(dir, "result.json"))
+	if !strings.Contains(out, "v1") || !strings.Contains(out, "ratio") || strings.Count(out, "\n") < 4 {
+		t.Errorf("compare output:\n%s", out)
+	}
+	r, err := readResult(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Format != report.Format || r.ToolVersion == "" || r.Revision == "" || len(r.ScenarioSHA256) != 64 || len(r.ResolvedScenario) == 0 {
+		t.Errorf("provenance: format %q version %q revision %q digest %q resolved %d bytes", r.Format, r.ToolVersion, r.Revision, r.ScenarioSHA256, len(r.ResolvedScenario))
+	}
+}
+
+// TestHelp: help goes to stdout with exit 0 for `help CMD`, -h and --help,
+// and has the description, the flags as --flag and an example.
+func TestHelp(t *testing.T) {
+	for _, c := range commands {
+		if c.name == "help" {
+			continue
+		}
+		for _, args := range [][]string{{"help", c.name}, {c.name, "-h"}, {c.name, "--help"}} {
+			var out, errb bytes.Buffer
+			if code := run(args, &out, &errb); code != 0 || errb.Len() != 0 {
+				t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
+			}
+			o := out.String()
+			if !strings.HasPrefix(o, "usage: besim "+c.name) || !strings.Contains(o, c.long) || !strings.Contains(o, "example:\n  besim ") {
+				t.Errorf("%v: help lacks usage, description or example:\n%s", args, o)
+			}
+		}
+	}
+	out, _ := besim(t, "help", "run")
+	for _, w := range []string{"--seed", "--set KEY=VALUE", "--out", "  -q"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("run help lacks %q:\n%s", w, out)
+		}
+	}
+	if out, _ := besim(t, "--help"); !strings.Contains(out, "Exit status: 0 success; 1") {
+		t.Errorf("top-level help:\n%s", out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _ := besim(t, "version")
+	v, r := report.Build()
+	if !strings.HasPrefix(out, "besim "+v+" (revision "+r+",") {
+		t.Errorf("version: %q", out)
+	}
+}
+
+// TestShowValidateRoundTrip: `besim show incast | besim validate -` loads,
+// and `validate --print` of it is the normalised form of the embedded one.
+func TestShowValidateRoundTrip(t *testing.T) {
+	for _, name := range []string{"incast", "fig11", "ps-cluster"} {
+		shown, _ := besim(t, "show", name)
+		stdin = strings.NewReader(shown)
+		besim(t, "validate", "-")
+		stdin = strings.NewReader(shown)
+		printed, _ := besim(t, "validate", "--print", "-")
+		direct, _ := besim(t, "validate", "--print", name)
+		if printed != direct || !strings.Contains(printed, "name: "+name) {
+			t.Errorf("%s: validate --print - differs from validate --print %s:\n%s\n---\n%s", name, name, printed, direct)
+		}
+		stdin = strings.NewReader(printed) // the normalised form loads again
+		again, _ := besim(t, "validate", "--print", "-")
+		if again != printed {
+			t.Errorf("%s: the normalised form does not reload to itself", name)
+		}
+	}
+	stdin = os.Stdin
+}
+
+// TestMetricsListsEveryMetric: `besim metrics incast` names every metric
+// and table the run writes.
+func TestMetricsListsEveryMetric(t *testing.T) {
+	dir := t.TempDir()
+	besim(t, "run", "-q", "--out", dir, "incast")
+	r, err := readResult(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := besim(t, "metrics", "incast")
+	for _, m := range r.Metrics {
+		if !strings.Contains(out, "  "+m.Name+" ") {
+			t.Errorf("metrics lacks %s", m.Name)
+		}
+	}
+	for _, tb := range r.Tables {
+		if !strings.Contains(out, "  "+tb.Name+" ") {
+			t.Errorf("metrics lacks table %s", tb.Name)
+		}
+	}
+}
+
+// TestRunSet: run --set changes one key, with the override named in errors.
+func TestRunSet(t *testing.T) {
+	dir := t.TempDir()
+	besim(t, "run", "-q", "--set", "duration=1ms", "--out", dir, "incast")
+	r, err := readResult(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Duration != "1ms" || !strings.Contains(string(r.ResolvedScenario), `"duration": "1ms"`) {
+		t.Errorf("duration %s, resolved %s", r.Duration, r.ResolvedScenario)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"run", "--set", "fabric.links.rate=25Gbs", "incast"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "fabric.links.rate=25Gbs") {
+		t.Errorf("bad --set: exit %d, %s", code, errb.String())
+	}
+}
+
+// TestWarnsWhenNothingCompleted: a run whose interval completed no work
+// says so on stderr.
+func TestWarnsWhenNothingCompleted(t *testing.T) {
+	_, errs := besim(t, "run", "-q", "--set", "duration=100us", "--out", t.TempDir(), "ps-cluster")
+	if !strings.Contains(errs, "warning: nothing completed in the measured interval") {
+		t.Errorf("no warning:\n%s", errs)
+	}
+	_, errs = besim(t, "run", "-q", "--out", t.TempDir(), "incast")
+	if strings.Contains(errs, "warning") {
+		t.Errorf("warning on a run that delivered:\n%s", errs)
 	}
 }

@@ -26,7 +26,7 @@ func readResult(file string) (*report.Result, error) {
 }
 
 func cmdMerge(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("merge", "SHARD.json... -o OUT.json", stderr)
+	fs := newFlags("merge", stdout, stderr)
 	out := fs.String("o", "", "merged `FILE.json` (CSV and Markdown beside it); default: JSON on stdout")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 func cmdPlot(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("plot", "RESULT.json -o OUT.png|OUT.svg", stderr)
+	fs := newFlags("plot", stdout, stderr)
 	series := fs.String("series", "", "time series to plot: comma-separated names, path patterns or substrings (queue/ for every queue)")
 	x := fs.String("x", "", "sweep plot: the swept `KEY` on the x axis (default: the only one)")
 	y := fs.String("y", "", "sweep plot: the `METRIC` (table column) on the y axis")

@@ -47,7 +47,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func cmdSweep(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sweep", "SCENARIO", stderr)
+	fs := newFlags("sweep", stdout, stderr)
 	var sets multiFlag
 	fs.Var(&sets, "set", "sweep a key: `key=v1,v2,...` (repeatable: cross product; LO..HI[:STEP][UNIT] ranges; KEY#len=N keeps the first N hosts of a host list)")
 	search := fs.String("search", "", "bisect a key instead: `key=LO..HI[UNIT]`, the largest value for which --until is false")

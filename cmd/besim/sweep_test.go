@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/besim/besim/scenarios"
 )
 
 func besim(t *testing.T, args ...string) (string, string) {
@@ -43,9 +48,28 @@ func TestSweepCommand(t *testing.T) {
 		t.Errorf("stderr: %q", errs)
 	}
 	md := string(read(t, filepath.Join(dir, "buf.md")))
-	csv := string(read(t, filepath.Join(dir, "buf.csv")))
-	if !strings.HasPrefix(md, "| point | pfc/frames_tx (frames) |") || !strings.HasPrefix(csv, "point,pfc/frames_tx (frames),") {
-		t.Errorf("markdown/csv:\n%s\n%s", md, csv)
+	if !strings.HasPrefix(md, "| point | pfc/frames_tx (frames) |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	// The CSV is tidy: one column per swept key, named by the key, with
+	// the values as given; machine headers with units; numbers that parse.
+	recs, err := csv.NewReader(bytes.NewReader(read(t, filepath.Join(dir, "buf.csv")))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"fabric.switch.buffer", "pfc/frames_tx", "flow/victim/goodput_gbps"}; len(recs) != 4 || !slices.Equal(recs[0], want) {
+		t.Fatalf("csv %q, want header %q and 3 rows", recs, want)
+	}
+	for i, rec := range recs[1:] {
+		if sz, err := scenarios.ParseSize(rec[0]); err != nil || rec[0] != []string{"1MiB", "4MiB", "8MiB"}[i] || sz <= 0 {
+			t.Errorf("row %d: swept value %q (%v)", i, rec[0], err)
+		}
+		if n, err := strconv.ParseInt(rec[1], 10, 64); err != nil || n < 0 {
+			t.Errorf("row %d: frames %q is not a count", i, rec[1])
+		}
+		if g, err := strconv.ParseFloat(rec[2], 64); err != nil || g <= 0 || strings.ContainsAny(rec[2], "eE") {
+			t.Errorf("row %d: goodput %q", i, rec[2])
+		}
 	}
 
 	// --jobs 1 writes the same bytes.

@@ -1,5 +1,5 @@
 // Package layering sits outside the build of both tools: it states the
-// repository's import rules (DESIGN.md's layers, issue 16) as data and
+// repository's import rules (the layers of docs/ARCHITECTURE.md) as data and
 // checks them against a dependency graph, which its test reads from
 // `go list -deps`. The rules:
 //

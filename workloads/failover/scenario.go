@@ -3,6 +3,7 @@ package failover
 import (
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/besim/besim/byteexpress/rpc"
@@ -60,11 +61,18 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 		RPC: rc, Faults: experiment.FaultSpecs(s), Run: s.Duration.Time(), Seed: s.Seed, TCPFallback: w.TCPFallback}, nil
 }
 
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // Reduce adds one failover run's metrics, tables and series to r.
 func Reduce(r *report.Result, cfg *Config, res *Result) {
 	ms := func(t sim.Time) float64 {
 		if t < 0 {
-			return -1 // never
+			return math.NaN() // never: a missing value (null in JSON)
 		}
 		return t.Seconds() * 1e3
 	}
@@ -90,7 +98,8 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 		{"detected_after", "ms", "detected after (ms)", ms(res.DetectedAfter)},
 		{"recovered_after", "ms", "first retried fetch answered after (ms)", ms(res.RecoveredAfter)},
 		{"rate_before", "fetches/ms", "rate before the fault (fetches/ms)", res.BaseRate / ms(res.Bin)}, // per ms bin
-		{"rate_recovered_after", "ms", "rate back to 90% after (ms; 0 never dipped, -1 never back)", ms(res.RateRecoveredAfter)},
+		{"rate_recovered_after", "ms", "rate back to 90% after (ms; 0 never dipped, missing if never back)", ms(res.RateRecoveredAfter)},
+		{"rate_never_recovered", "", "rate never back to 90% (1 yes, 0 no)", b2f(res.RateRecoveredAfter < 0)},
 	} {
 		r.Add("failover/"+m.metric, m.v, m.unit)
 		tbl.AddRow(m.row, m.v)
