@@ -3,7 +3,8 @@
 # results/README.md). Run from anywhere inside the repository; each line is
 # one `besim run` (or `besim sweep`) of an embedded scenario, deterministic
 # (same scenario and seed, byte-identical JSON and CSVs). The whole script
-# takes about two minutes on 2 cores, most of it the two Table 4 searches.
+# takes about half an hour on 2 cores, most of it the Table 4 searches
+# (the one over the spine count alone about 20 minutes).
 set -eu
 # The production-scale runs (results/production, paper Tables 5-7) take
 # about 60 minutes and 18 GB on 2 cores (the 1 s TCP training run alone 10
@@ -26,6 +27,10 @@ go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frame
 	--set workload.window=4KiB,8KiB,16KiB,none -o results/table4/search.json fig14-incast
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set rnic.cc=none --set workload.window=4KiB,8KiB,16KiB,none -o results/table4/search-cc-none.json fig14-incast
+# Table 4's sensitivity to the fabric: the same search over the spine count
+# (workload.spines, default 4: one uplink from every leaf to each spine).
+go run ./cmd/besim sweep -q --search workload.servers=1..2048 --until 'pfc/frames_tx>0' \
+	--set workload.spines=1,2,4,8 --set workload.window=4KiB,8KiB,16KiB,none -o results/table4/spines.json fig14-incast
 # paper Figure 15 (§6.3): worker/victim bandwidth and pull latency per window (~4 s)
 go run ./cmd/besim sweep -q --set workload.window=none,4KiB,8KiB,16KiB -o results/fig15/sweep.json \
 	--metrics worker/goodput,victim/goodput,pull/p50,pull/p99,pull/count,pfc/frames_tx,pfc/host_paused,fabric/ecn_marks,cpu/server_util,cpu/worker_util \
