@@ -194,8 +194,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "warning: nothing completed in the measured interval (%s: 0); every figure above describes an empty interval: lengthen duration (or shorten warmup)\n",
 			strings.Join(zero, ", "))
 	}
-	fmt.Fprintf(stderr, "simulated %s in %.2fs wall (%d events, %.2fM events/s)\n",
-		res.Duration, timing.WallSeconds, timing.Events, timing.EventsPerSecond/1e6)
+	if timing.Events == 0 {
+		// Benchmarks run many small kernels and do not count their events.
+		fmt.Fprintf(stderr, "simulated %s in %.2fs wall (events not counted by this kind)\n", res.Duration, timing.WallSeconds)
+	} else {
+		fmt.Fprintf(stderr, "simulated %s in %.2fs wall (%d events, %.2fM events/s)\n",
+			res.Duration, timing.WallSeconds, timing.Events, timing.EventsPerSecond/1e6)
+	}
 	// A failed run still writes its result (with the note saying why)
 	// and then exits 1.
 	return runErr
