@@ -11,7 +11,10 @@ import (
 const (
 	maxHosts         = 65536
 	maxFlowInstances = 100_000
-	maxFatTreeK      = 64 // 64^3/4 = 65536 hosts
+	// maxFatTreeK is the largest k whose routing tables (5k²/4 switches x
+	// k³/4 hosts entries) fit the fabric's cap of 2^26: k = 46 needs 64.4M
+	// entries, k = 48 79.6M.
+	maxFatTreeK = 46
 )
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -160,7 +163,7 @@ func (v *validator) topology() int {
 	case FatTree:
 		atLeast("k", t.K, 2, "ports per switch, even")
 		if ok && (t.K%2 != 0 || t.K > maxFatTreeK) {
-			v.bad(p+".k", "%d is not allowed (k must be even, from 2 to %d)", t.K, maxFatTreeK)
+			v.bad(p+".k", "%d is not allowed (k must be even, from 2 to %d: larger fat trees need more routing-table entries than the fabric model holds)", t.K, maxFatTreeK)
 			ok = false
 		}
 	}
