@@ -103,3 +103,24 @@ func TestRunReplacesEarlierOutput(t *testing.T) {
 		t.Errorf("foreign folder: exit %d, %s", code, errb.String())
 	}
 }
+
+// TestPlotSizeBounds: an oversized (or non-positive) plot is refused
+// before anything is drawn, and no file is left behind.
+func TestPlotSizeBounds(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run([]string{"run", "-q", "--out", dir, "line-rate"}, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	png := filepath.Join(dir, "p.png")
+	for _, size := range [][]string{{"100000", "100000"}, {"0", "10"}, {"16", "-1"}, {"NaN", "10"}} {
+		errb.Reset()
+		code := run([]string{"plot", filepath.Join(dir, "result.json"), "--width", size[0], "--height", size[1], "-o", png}, &out, &errb)
+		if code != 1 || !strings.Contains(errb.String(), "each must be from 1 to 100 (cm)") {
+			t.Errorf("size %v: exit %d, %s", size, code, errb.String())
+		}
+		if _, err := os.Stat(png); err == nil {
+			t.Errorf("size %v: left %s", size, png)
+		}
+	}
+}
