@@ -31,7 +31,7 @@
 // controller also writes the run in besim's result format (controller.Report)
 // so `besim compare` puts simulation and hardware side by side. With
 // `--transport verbs` the same roles run the ByteExpress core on each
-// host's RDMA device (role/psverbs.go: bemalloc on the device's PD, the
+// host's RDMA device (role/fanverbs.go: bemalloc on the device's PD, the
 // engine exchange over TCP, one wall-clock driver per I/O thread); agents
 // need -tags rdma, and refuse without a device.
 package berun

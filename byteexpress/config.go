@@ -77,6 +77,17 @@ type Config struct {
 	RetryCnt uint8
 	// Port is the device port number. Default 1.
 	Port uint8
+	// GIDIndex is the local GID table index of every QP's address vector
+	// (SGIDIndex); it must be the index the verbs context was opened with.
+	// On RoCEv2 the IPv4-mapped RoCE v2 GID is usually not index 0.
+	// Default 0.
+	GIDIndex uint8
+	// TrafficClass is the GRH traffic class (the IP ToS byte on RoCEv2:
+	// DSCP << 2) and ServiceLevel the 802.1p priority of every QP's
+	// packets. A NIC trusting DSCP classifies by the first, one trusting
+	// PCP by the second; 0 leaves the device default (simulated RNICs then
+	// use their TrafficPrio). Default 0.
+	TrafficClass, ServiceLevel uint8
 
 	// KeepaliveInterval is how often an engine sends its peer the next
 	// keepalive sequence number (§7.2). Default 100 ms; negative disables

@@ -210,7 +210,8 @@ func (e *engine) connect(peer ConnInfo) error {
 	}
 	rtr := verbs.QPAttr{State: verbs.StateRTR, PathMTU: mtu, DestQPN: peer.QP.QPN, RQPSN: peer.QP.PSN,
 		MaxDestRdAtomic: 1, MinRNRTimer: cfg.MinRNRTimer,
-		AH: verbs.AHAttr{DGID: peer.QP.GID, HopLimit: 64, PortNum: cfg.Port}}
+		AH: verbs.AHAttr{DGID: peer.QP.GID, SGIDIndex: cfg.GIDIndex, HopLimit: 64, TrafficClass: cfg.TrafficClass,
+			ServiceLevel: cfg.ServiceLevel, PortNum: cfg.Port}}
 	if err := e.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 		return fmt.Errorf("byteexpress: QP to RTR: %w", err)

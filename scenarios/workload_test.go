@@ -17,7 +17,7 @@ func TestWorkloadBuiltin(t *testing.T) {
 		if w == nil || w.Kind != IncastPull || !w.Window.None || w.Fragment != 4*KiB || !w.VictimOn() {
 			t.Fatalf("%s: workload %+v", name, w)
 		}
-		if tp := s.Fabric.Topology; tp.Kind != LeafSpine || tp.Spines != 1 || tp.HostsPerLeaf != 32 ||
+		if tp := s.Fabric.Topology; tp.Kind != LeafSpine || tp.Spines != DefaultSpines || tp.HostsPerLeaf != 32 ||
 			tp.Leaves != 1+(w.Servers+1+31)/32 {
 			t.Errorf("%s: derived topology %+v", name, tp)
 		}
@@ -99,7 +99,7 @@ func TestPSClusterWorkload(t *testing.T) {
 	if w.Kind != PSCluster || w.Shards != 128 || w.Push == nil || w.Push.Mean != 20*KB || w.Compute == nil {
 		t.Errorf("ps-cluster: %+v", w)
 	}
-	if tp := s.Fabric.Topology; tp.Leaves != 2 || tp.HostsPerLeaf != 32 {
+	if tp := s.Fabric.Topology; tp.Leaves != 2 || tp.HostsPerLeaf != 32 || tp.Spines != DefaultSpines {
 		t.Errorf("topology %+v", tp)
 	}
 	base := strings.Replace(workloadYAML, "kind: incast-pull", "kind: ps-cluster\n  rankers: 2", 1)
@@ -120,6 +120,8 @@ func TestPSClusterWorkload(t *testing.T) {
 		{"rankers: 2", "rankers: 2\n  ack_timeout: 0", "workload.ack_timeout: 0 is not allowed (must be >= 1)"},
 		{"rankers: 2", "rankers: 2\n  ack_timeout: 32", "workload.ack_timeout: 32 is too large (at most 31)"},
 		{"rankers: 2", "rankers: 2\n  ack_timeout: 67ms", "workload.ack_timeout"},
+		{"rankers: 2", "rankers: 2\n  spines: 0", "workload.spines: 0 is not allowed (omit the key for the default, 4)"},
+		{"rankers: 2", "rankers: 2\n  spines: 65", "workload.spines: 65 is too large (at most 64)"},
 	} {
 		_, err := Parse("w.yaml", []byte(strings.Replace(base, c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -208,5 +210,28 @@ func TestSchemaWarmupAgrees(t *testing.T) {
 		if strings.HasPrefix(l, "| `warmup` |") && strings.Contains(l, "≥ 0") {
 			t.Errorf("SCHEMA.md:%d allows warmup 0, the loader does not: %s", i+1, l)
 		}
+	}
+}
+
+// workload.spines reaches the derived topology of every workload kind.
+func TestWorkloadSpines(t *testing.T) {
+	for _, kind := range []string{"kind: incast-pull", "kind: ps-cluster\n  rankers: 2"} {
+		y := strings.Replace(workloadYAML, "kind: incast-pull", kind+"\n  spines: 6", 1)
+		s, err := Parse("w.yaml", []byte(y))
+		if err != nil {
+			t.Errorf("%s: %v", kind, err)
+			continue
+		}
+		if tp := s.Fabric.Topology; tp.Spines != 6 {
+			t.Errorf("%s: topology %+v, want 6 spines", kind, tp)
+		}
+	}
+	data, err := Builtin("failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse("failover", []byte(strings.Replace(string(data), "kind: failover", "kind: failover\n  spines: 6", 1)))
+	if err != nil || s.Fabric.Topology.Spines != 6 {
+		t.Errorf("failover: %v, topology %+v", err, s)
 	}
 }

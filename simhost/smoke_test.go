@@ -134,3 +134,54 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestServiceLevelSelectsPriority: the engines' ServiceLevel reaches every
+// QP's address vector, and the simulated RNIC sends on that priority
+// instead of its default TrafficPrio, as a ConnectX trusting PCP would.
+func TestServiceLevelSelectsPriority(t *testing.T) {
+	for _, sl := range []uint8{0, 5} {
+		cfg := DefaultConfig(2)
+		cfg.BE.ServiceLevel = sl
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := c.Host(0), c.Host(1)
+		b.SetApp(FreeApp{})
+		a.SetApp(FreeApp{})
+		b.Listen()
+		s, err := a.Dial(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Run(100 * sim.Microsecond)
+		buf, err := a.Allocate(64 << 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Send(buf, 64<<10); err != nil {
+			t.Fatal(err)
+		}
+		c.Run(sim.Millisecond)
+		want := cfg.NIC.TrafficPrio
+		if sl != 0 {
+			want = sl
+		}
+		var on, off int64
+		for _, sw := range c.Network().Report().Switches {
+			for _, p := range sw.Ports {
+				for prio, q := range p.Prio {
+					if uint8(prio) == want {
+						on += q.TxBytes
+					} else if prio != int(cfg.NIC.CNPPrio) {
+						off += q.TxBytes
+					}
+				}
+			}
+		}
+		if on < 64<<10 || off != 0 {
+			t.Errorf("service level %d: %d bytes on priority %d, %d on other data priorities", sl, on, want, off)
+		}
+		_ = c.Close()
+	}
+}

@@ -10,8 +10,9 @@
 //	fragsize     Figure 10 (§6.1)          benchmark fragsize    the core over simhost: two hosts, one switch
 //	msgrate      Figure 11 (§6.2.1)        benchmark msgrate     one RNIC pair, I/O threads, doorbell locks (rnic)
 //	hol          Figure 13 (§6.1)          benchmark hol         the core over simhost: one engine, small and large flows
-//	incast       Table 4, Figures 14-15    workload incast-pull  the core over simhost on a leaf-spine
-//	ps           Tables 5-7 (§2.1, §8)     workload ps-cluster   simulator-free: config, shards, header, sizes
+//	incast       Table 4, Figures 14-15    workload incast-pull  simulator-free: config, worker and server machines
+//	incast/incastsim                       workload incast-pull  incast over simhost on a leaf-spine, victim flows on RNICs
+//	ps           Tables 5-7 (§2.1, §8)     workload ps-cluster   simulator-free: config, shards, client and server machines
 //	ps/pssim     Tables 5-7 (§2.1, §8)     workload ps-cluster   ps over simhost (ByteExpress) or tcpsim (kernel TCP)
 //	failover     §7.2                      workload failover     the core and byteexpress/rpc over simhost, with faults
 //	flows        §3, §5 (PFC, ECN, DCQCN)  flows                 raw flows on the fabric, or rc/ud flows on RNICs
@@ -21,7 +22,10 @@
 // simrun (the simulation drivers' error list and setup bound) and
 // workloads/internal/wltest (test helpers).
 //
-// The simulator-free packages (this one, app and ps) import no simulator
-// model, so berun's real-host roles use them as besim does; the layering
-// test (internal/layering) keeps it so.
+// The simulator-free packages (this one, app, ps and incast) import no
+// simulator model: they hold each workload's application logic once, as
+// driven state machines (times and events in, sends and measurements out),
+// which besim's drivers (pssim, incastsim) run in virtual time and berun's
+// roles in wall-clock time over verbs or kernel TCP. The layering test
+// (internal/layering) keeps it so.
 package workloads

@@ -17,13 +17,15 @@ import (
 // hardware run of the same scenario. Parameter-server runs get besim's
 // ps-cluster metric names (user/, fetch/, push/, iteration/ and, with
 // trainers, fetch_phase/ and push_phase/ percentiles in us,
-// client/ and server/ goodput in Gbps); every role's own metrics follow as
+// client/ and server/ goodput in Gbps); incast runs besim's incast-pull
+// names (pull/ count and latency in us, worker/ and victim/ goodput); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
 // and nak/ totals, and where they did not a note says so instead of a zero.
 func Report(rf *ResultFile) *report.Result {
 	r := &report.Result{Tool: "berun", Scenario: rf.Plan.Name, Duration: fmt.Sprintf("%gs", rf.Plan.DurationS)}
 	r.Notes = append(r.Notes, fmt.Sprintf("run %s: status %s (details in the berun result file)", rf.RunID, rf.Status))
 	psReport(r, rf)
+	incastReport(r, rf)
 	counterTotals(r, rf)
 	for _, h := range rf.Hosts {
 		for _, ro := range h.Roles {
@@ -121,6 +123,56 @@ func psReport(r *report.Result, rf *ResultFile) {
 	r.Add("requests/answered", got, "")
 	r.Tables = append(r.Tables, tbl)
 	r.Notes = append(r.Notes, "server/goodput counts every request byte the servers received over the whole run (besim: pushes in the measured interval)")
+}
+
+// incastReport reduces incast-worker results (merged pull-latency
+// histograms, goodput) and the victim's tcp-bulk sink to besim's
+// incast-pull metric names.
+func incastReport(r *report.Result, rf *ResultFile) {
+	lat := metrics.New(3)
+	var servers, workers int
+	var pulls, rxBytes, measured float64
+	victim, haveVictim := 0.0, false
+	for _, h := range rf.Hosts {
+		for _, ro := range h.Roles {
+			switch {
+			case ro.Role == "incast-server":
+				servers++
+			case ro.Role == "incast-worker":
+				workers++
+				var d role.IncastDetail
+				if len(ro.Detail) == 0 || json.Unmarshal(ro.Detail, &d) != nil || d.Latency == nil {
+					r.Notes = append(r.Notes, fmt.Sprintf("%s: no latency histogram in its result (%s)", ro.ID, ro.Status))
+					continue
+				}
+				if err := lat.Merge(d.Latency); err != nil {
+					r.Notes = append(r.Notes, fmt.Sprintf("%s: %v", ro.ID, err))
+				}
+				pulls += float64(d.Pulls)
+				rxBytes += float64(d.MeasuredRxBytes)
+				measured = max(measured, d.MeasuredS)
+			case ro.ID == "victim-rx" && ro.Role == "tcp-bulk":
+				victim, haveVictim = ro.Metrics["throughput_gbps"], true
+			}
+		}
+	}
+	if servers == 0 && workers == 0 {
+		return
+	}
+	r.Add("workload/servers", float64(servers), "")
+	r.Add("pull/count", pulls, "")
+	r.Add("pull/mean", lat.Mean()/1e3, "us")
+	r.Add("pull/p50", float64(lat.P50())/1e3, "us")
+	r.Add("pull/p99", float64(lat.P99())/1e3, "us")
+	r.Add("pull/max", float64(lat.Max())/1e3, "us")
+	if measured > 0 {
+		r.Add("worker/goodput", rxBytes*8/measured/1e9, "Gbps")
+	}
+	if haveVictim {
+		r.Add("victim/goodput", victim, "Gbps")
+		r.Notes = append(r.Notes, "victim/goodput is a kernel TCP stream on real hosts (besim: a perftest-like RC WRITE stream), over the whole run")
+	}
+	r.Tables = append(r.Tables, lat.Table("pull_latency", "ns"))
 }
 
 // counterTotals sums NIC counter deltas over hosts into the names besim

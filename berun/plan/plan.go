@@ -34,9 +34,9 @@
 // peers or role parameters are errors, all checked before any agent is
 // contacted (`berun roles` lists the roles and their parameters).
 //
-// A besim scenario with a ps-cluster workload is the other input (see
-// FromScenario); the hosts file's optional ps_roles: [server, ranker,
-// trainer] says which of its instances a host takes.
+// A besim scenario with a ps-cluster or incast-pull workload is the other
+// input (see FromScenario); the hosts file's optional ps_roles: [server,
+// ranker, trainer, worker] says which of its instances a host takes.
 package plan
 
 import (
@@ -71,8 +71,9 @@ type Host struct {
 	Data        string   `yaml:"data"`
 	Netdevs     []string `yaml:"netdevs"`
 	RDMADevices []string `yaml:"rdma_devices"`
-	// PSRoles restricts which parameter-server roles of a besim scenario
-	// this host takes (server, ranker, trainer); empty: any.
+	// PSRoles restricts which roles of a besim scenario this host takes
+	// (server, ranker, trainer of a ps-cluster; server, worker of an
+	// incast-pull); empty: any.
 	PSRoles []string `yaml:"ps_roles"`
 
 	dataIP   net.IP

@@ -12,17 +12,17 @@ import (
 	"github.com/besim/besim/sim"
 )
 
-// psKinds are the parameter-server roles a host may be restricted to.
-var psKinds = []string{"server", "ranker", "trainer"}
+// psKinds are the scenario roles a host may be restricted to (ps_roles):
+// a ps-cluster's servers, rankers and trainers, an incast-pull's servers
+// and workers.
+var psKinds = []string{"server", "ranker", "trainer", "worker"}
 
-// FromScenario turns a besim scenario with a ps-cluster workload into a
-// run plan, so that the file besim simulates is the file berun replays:
-// besim's server i becomes role instance serverI (role ps-server), its
-// client i (rankers first, then trainers) becomes rankerI or trainerI (role
-// ps-client) with every server as a peer. Instances go round-robin, in
-// hosts-file order, over the hosts whose ps_roles allow them (all hosts by
-// default). The whole scenario travels to the agents (Plan.Raw), where the
-// roles read the workload from it.
+// FromScenario turns a besim scenario with a ps-cluster or incast-pull
+// workload into a run plan, so that the file besim simulates is the file
+// berun replays (see psPlan and incastPlan for the instances). Instances
+// go round-robin, in hosts-file order, over the hosts whose ps_roles allow
+// them (all hosts by default). The whole scenario travels to the agents
+// (Plan.Raw), where the roles read the workload from it.
 //
 // The scenario's duration is virtual time for besim, usually a few
 // milliseconds; on real hosts a longer interval is usually wanted, so dur
@@ -33,7 +33,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		return nil, err
 	}
 	w := s.Workload
-	if w == nil || w.Kind != "ps-cluster" {
+	if w == nil || w.Kind != scenarios.PSCluster && w.Kind != scenarios.IncastPull {
 		kind := "flows"
 		switch {
 		case s.Benchmark != nil:
@@ -41,7 +41,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster workloads; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster and incast-pull workloads; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -55,6 +55,14 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		return nil, fmt.Errorf("%s: workload.warmup %v is not shorter than the duration %v (use --duration)", file, warm, p.Dur)
 	}
 	p.Duration = p.Dur.String()
+	if w.Kind == scenarios.IncastPull {
+		return incastPlan(p, file, w, hs)
+	}
+	return psPlan(p, file, w, hs)
+}
+
+// takers lists, per scenario role kind, the hosts that take it.
+func takers(hs *Hosts) map[string][]string {
 	take := map[string][]string{}
 	for _, h := range hs.Hosts {
 		for _, k := range psKinds {
@@ -63,6 +71,14 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 			}
 		}
 	}
+	return take
+}
+
+// psPlan: besim's server i becomes role instance serverI (role ps-server),
+// its client i (rankers first, then trainers) rankerI or trainerI (role
+// ps-client) with every server as a peer.
+func psPlan(p *Plan, file string, w *scenarios.Workload, hs *Hosts) (*Plan, error) {
+	take := takers(hs)
 	var errs []error
 	for _, k := range psKinds {
 		n := map[string]int{"server": w.Servers, "ranker": w.Rankers, "trainer": w.Trainers}[k]
@@ -86,6 +102,67 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		}
 		p.Roles = append(p.Roles, RoleEntry{ID: k + strconv.Itoa(j), Role: "ps-client", Host: take[k][j%len(take[k])],
 			Peers: servers, Params: map[string]string{"index": strconv.Itoa(i)}})
+	}
+	return p, nil
+}
+
+// incastPlan: besim's server i becomes serverI (role incast-server), its
+// worker i workerI (role incast-worker) with every server as a peer. The
+// servers avoid the workers' hosts where other hosts take servers, as
+// besim puts them on other leaves. The victim flow becomes a tcp-bulk pair
+// (victim-tx on the first server's host, victim-rx on the first worker's),
+// bandwidth flow i a pair bwI-tx (on server hosts, round-robin) into
+// bwI-rx on worker i mod workers' host: kernel TCP where besim runs
+// perftest-like RC streams, so on hardware they measure what PFC pauses
+// do to a TCP flow sharing the path, in the lossy class unless the hosts
+// map TCP to the lossless one.
+func incastPlan(p *Plan, file string, w *scenarios.Workload, hs *Hosts) (*Plan, error) {
+	take := takers(hs)
+	var errs []error
+	if len(take["worker"]) == 0 {
+		errs = append(errs, fmt.Errorf("%s: %d workers but no host in the hosts file takes them (ps_roles)", file, w.Workers))
+	}
+	if w.Servers > 0 && len(take["server"]) == 0 {
+		errs = append(errs, fmt.Errorf("%s: %d servers but no host in the hosts file takes them (ps_roles)", file, w.Servers))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	workerHosts := map[string]bool{}
+	workers := make([]string, w.Workers)
+	for i := range workers {
+		workers[i] = "worker" + strconv.Itoa(i)
+		workerHosts[take["worker"][i%len(take["worker"])]] = true
+	}
+	srvHosts := slices.DeleteFunc(slices.Clone(take["server"]), func(h string) bool { return workerHosts[h] })
+	if len(srvHosts) == 0 {
+		srvHosts = take["server"]
+	}
+	servers := make([]string, w.Servers)
+	for i := range servers {
+		servers[i] = "server" + strconv.Itoa(i)
+		p.Roles = append(p.Roles, RoleEntry{ID: servers[i], Role: "incast-server", Host: srvHosts[i%len(srvHosts)],
+			Params: map[string]string{"index": strconv.Itoa(i)}})
+	}
+	for i, id := range workers {
+		p.Roles = append(p.Roles, RoleEntry{ID: id, Role: "incast-worker", Host: take["worker"][i%len(take["worker"])],
+			Peers: servers, Params: map[string]string{"index": strconv.Itoa(i)}})
+	}
+	msg := strconv.FormatInt(int64(w.VictimMessage), 10)
+	if w.VictimMessage == 0 {
+		msg = strconv.Itoa(64 << 10)
+	}
+	pair := func(name, src, dst string) {
+		p.Roles = append(p.Roles,
+			RoleEntry{ID: name + "-rx", Role: "tcp-bulk", Host: dst, Params: map[string]string{"mode": "sink"}},
+			RoleEntry{ID: name + "-tx", Role: "tcp-bulk", Host: src, Peers: []string{name + "-rx"},
+				Params: map[string]string{"mode": "send", "message_size": msg}})
+	}
+	if w.VictimOn() {
+		pair("victim", srvHosts[0], take["worker"][0])
+	}
+	for i := range w.BandwidthFlows {
+		pair("bw"+strconv.Itoa(i), srvHosts[i%len(srvHosts)], take["worker"][i%w.Workers%len(take["worker"])])
 	}
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,14 +62,59 @@ func TestFromScenario(t *testing.T) {
 			t.Errorf("got %v, want %q", err, c.want)
 		}
 	}
-	if _, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1, ps_roles: [worker]}]`)); err == nil || !strings.Contains(err.Error(), `"worker" is not one of server, ranker, trainer`) {
+	if _, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1, ps_roles: [victim]}]`)); err == nil || !strings.Contains(err.Error(), `"victim" is not one of server, ranker, trainer, worker`) {
 		t.Errorf("bad ps_roles: %v", err)
 	}
 	inc, _ := scenarios.Builtin("incast")
-	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster workloads") {
+	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster and incast-pull workloads; this scenario has flows") {
 		t.Errorf("incast: %v", err)
 	}
 	if !IsScenario(scen) || IsScenario([]byte(planYAML)) {
 		t.Error("IsScenario")
+	}
+}
+
+// An incast-pull scenario: servers off the workers' host, every worker
+// pulling from every server, the victim a tcp-bulk pair from a server host
+// into the workers' host, bandwidth flows likewise.
+func TestFromIncastScenario(t *testing.T) {
+	hs, err := ParseHosts("h.yaml", []byte(`hosts:
+  - {name: a, control: "127.0.0.1:7001", data: 127.0.0.1}
+  - {name: b, control: "127.0.0.1:7002", data: 127.0.0.2}
+  - {name: c, control: "127.0.0.1:7003", data: 127.0.0.3}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := scenarios.Builtin("fig14-incast")
+	scen := []byte(strings.Replace(string(data), "servers: 64", "servers: 5\n  bandwidth_flows: 2", 1))
+	p, err := FromScenario("fig14.yaml", scen, hs, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Assign(p, hs); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]RoleEntry{}
+	for _, r := range p.Roles {
+		got[r.ID] = r
+	}
+	if len(p.Roles) != 5+1+2+4 {
+		t.Errorf("%d roles, want 5 servers, 1 worker, victim and 2 bandwidth pairs: %+v", len(p.Roles), p.Roles)
+	}
+	for i := range 5 {
+		r := got["server"+strconv.Itoa(i)]
+		if r.Role != "incast-server" || r.Host == "a" {
+			t.Errorf("server%d: %+v (want incast-server off the workers' host a)", i, r)
+		}
+	}
+	if w := got["worker0"]; w.Role != "incast-worker" || w.Host != "a" || len(w.Peers) != 5 {
+		t.Errorf("worker0: %+v", w)
+	}
+	if v, rx := got["victim-tx"], got["victim-rx"]; v.Role != "tcp-bulk" || v.Host == "a" || rx.Host != "a" || v.Params["message_size"] != "65536" {
+		t.Errorf("victim: %+v -> %+v", v, rx)
+	}
+	if b := got["bw1-rx"]; b.Host != "a" || got["bw1-tx"].Peers[0] != "bw1-rx" {
+		t.Errorf("bw1: %+v", b)
 	}
 }

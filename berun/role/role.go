@@ -13,9 +13,11 @@
 //     half.
 //
 //   - ps-server and ps-client: a besim ps-cluster scenario (paper §2.1)
-//     replayed over kernel TCP (ps.go) or, with param transport verbs, over
-//     the ByteExpress core on the host's RDMA device (psverbs.go); they read
-//     the workload from Spec.Scenario.
+//     replayed by the workload's own state machines (workloads/ps) over
+//     kernel TCP or, with param transport verbs, over the ByteExpress core
+//     on the host's RDMA device; they read the workload from
+//     Spec.Scenario. The fan-out runner they use (fanout.go, fanverbs.go)
+//     serves every request/answer workload the same way.
 //
 // Further roles plug in the same way: a package calls Register from init
 // with a Factory, and the command links it in with a blank import. Nothing

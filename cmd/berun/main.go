@@ -10,9 +10,9 @@
 // never crosses the network (HMAC challenge-response, package berun/wire).
 // Data moves over kernel TCP (the tcp roles: the paper's §8 baseline) and,
 // built with -tags rdma, RDMA verbs through verbs/ibv (selftest, and the
-// parameter-server roles with --transport verbs: the ByteExpress core on
-// the host's device). See berun/plan for the two
-// input files and berun/controller for the result file.
+// parameter-server and incast roles with --transport verbs: the
+// ByteExpress core on the host's device). See berun/plan for the two input
+// files and berun/controller for the result file.
 package main
 
 import (
@@ -190,9 +190,11 @@ HOSTS.yaml:
     - {name: h1, control: "10.0.0.1:7070", data: 192.168.1.1, netdevs: [eth2]}
     - {name: h2, control: "10.0.0.2:7070", data: 192.168.1.2}
 
-PLAN is a besim scenario with a ps-cluster workload (the file besim simulates;
-servers, rankers and trainers go round-robin over the hosts, or over those whose
-ps_roles: [server, ranker, trainer] allow them; --duration sets the load time),
+PLAN is a besim scenario with a ps-cluster or incast-pull workload (the file
+besim simulates; servers, rankers, trainers and workers go round-robin over the
+hosts, or over those whose ps_roles: [server, ranker, trainer, worker] allow
+them; an incast's victim and bandwidth flows become tcp-bulk pairs; --duration
+sets the load time),
 or a berun role plan:
   name: tcp-baseline
   duration: 10s
@@ -322,10 +324,13 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 		return nil, err
 	}
 	if transport == "verbs" {
-		// The ps roles run the ByteExpress core on each host's RDMA device
-		// (agents built with -tags rdma; without a device they refuse).
+		// The workload's roles run the ByteExpress core on each host's RDMA
+		// device (agents built with -tags rdma; without a device they
+		// refuse); the victim and bandwidth flows stay kernel TCP.
 		for i := range p.Roles {
-			p.Roles[i].Params["transport"] = "verbs"
+			if r := p.Roles[i].Role; strings.HasPrefix(r, "ps-") || strings.HasPrefix(r, "incast-") {
+				p.Roles[i].Params["transport"] = "verbs"
+			}
 		}
 	}
 	return p, nil

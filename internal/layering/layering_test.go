@@ -53,16 +53,17 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		return ps
 	}
 	clean := Graph{
-		Module + "byteexpress":        m("verbs", "fmt"),
-		Module + "byteexpress/rpc":    m("byteexpress", "verbs", "errors"),
-		Module + "simhost":            m("byteexpress", "rnic", "fabric", "sim"),
-		Module + "workloads/ps":       m("sim", "scenarios", "workloads/app", "byteexpress"),
-		Module + "workloads/ps/pssim": m("workloads/ps", "simhost", "experiment"),
-		Module + "berun/role":         m("workloads/ps", "sim", "verbs"),
-		Module + "cmd/berun":          m("berun/role", "workloads/ps", "sim"),
-		Module + "experiment":         m("fabric", "scenarios"),
-		Module + "workloads/app":      m("scenarios", "byteexpress"),
-		Module + "workloads/incast":   m("simhost", "experiment"),
+		Module + "byteexpress":                m("verbs", "fmt"),
+		Module + "byteexpress/rpc":            m("byteexpress", "verbs", "errors"),
+		Module + "simhost":                    m("byteexpress", "rnic", "fabric", "sim"),
+		Module + "workloads/ps":               m("sim", "scenarios", "workloads/app", "byteexpress"),
+		Module + "workloads/ps/pssim":         m("workloads/ps", "simhost", "experiment"),
+		Module + "berun/role":                 m("workloads/ps", "sim", "verbs"),
+		Module + "cmd/berun":                  m("berun/role", "workloads/ps", "sim"),
+		Module + "experiment":                 m("fabric", "scenarios"),
+		Module + "workloads/app":              m("scenarios", "byteexpress"),
+		Module + "workloads/incast":           m("sim", "scenarios", "workloads/app"),
+		Module + "workloads/incast/incastsim": m("workloads/incast", "simhost", "experiment"),
 	}
 	if v := Check(clean); len(v) != 0 {
 		t.Fatalf("clean graph: %v", v)
@@ -73,6 +74,8 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		{"byteexpress", "sim", "the core imports only verbs"},
 		{"byteexpress/rpc", "gonum.org/v1/plot", "the core imports only verbs"},
 		{"simhost", "workloads/incast", "a model imports no workload"},
+		{"workloads/incast", "fabric", "simulator-free workload package"},
+		{"cmd/berun", "workloads/incast/incastsim", "berun runs on real hosts"},
 		{"simhost", "scenarios", "a model imports no workload, experiment or scenarios"},
 		{"workloads/ps", "simhost", "simulator-free workload package"},
 		{"workloads/ps", "experiment", "simulator-free workload package"},

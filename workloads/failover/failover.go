@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/tcpsim"
+	"github.com/besim/besim/workloads/app"
 )
 
 // Config is the recovery experiment of §7.2: Shards shard groups,
@@ -37,6 +39,9 @@ type Config struct {
 	Request     int // fetch request bytes, default 64
 	// HostsPerLeaf is L, at least max(Shards, Clients) (the default).
 	HostsPerLeaf int
+	// Spines is the spine switches (one uplink from every leaf to each);
+	// default app.DefaultSpines.
+	Spines int
 	// Warmup runs after setup, before the faults' clock starts. Default 0.
 	Warmup  sim.Time
 	RPC     rpc.Config
@@ -144,7 +149,7 @@ func Run(cfg Config) (*Result, error) {
 		sc.Fabric = fabric.DefaultConfig()
 	}
 	sc.Fabric.Seed = cfg.Seed
-	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: 1}
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: cmp.Or(cfg.Spines, app.DefaultSpines)}
 	c, err := simhost.New(sc)
 	if err != nil {
 		return nil, err

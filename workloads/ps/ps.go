@@ -1,8 +1,10 @@
-// Package ps is the parameter-server workload of the paper's §2.1
-// (Figure 1; Tables 5-7 measure it) without the simulator: its
-// configuration and translation from a scenario, shard placement, fetch
-// draws, message header and reply-size rule. besim drives it over the
-// simulated cluster (package pssim); berun's ps roles over kernel TCP or
+// Package ps is the parameter-server workload, written once for both
+// runners and free of the simulator; it follows the paper's §2.1 (Figure
+// 1; Tables 5-7 measure it). It holds the configuration and its
+// translation from a scenario, shard placement, fetch draws, the message
+// header, the reply-size rule and the application logic as driven state
+// machines (Client, Server: machine.go). besim drives them over the
+// simulated cluster (package pssim), berun's ps roles over kernel TCP or
 // the core on verbs. It imports no simulator model.
 package ps
 
@@ -32,10 +34,11 @@ import (
 // (as a ranker), compute for Compute, push one PushSize update per shard
 // to the servers holding them (each acknowledged with 32 bytes), repeat.
 //
-// Topology: a one-spine leaf-spine of HostsPerLeaf-host leaves, rankers
-// then trainers from host 0, the servers from the next leaf on.
+// Topology: a leaf-spine of HostsPerLeaf-host leaves and Spines spines,
+// rankers then trainers from host 0, the servers from the next leaf on.
 type Config struct {
 	HostsPerLeaf      int // default app.DefaultHostsPerLeaf
+	Spines            int // spine switches, one uplink from every leaf to each; default app.DefaultSpines
 	Servers, Shards   int
 	Rankers, Trainers int
 	Request           int // fetch request size, >= 24; default 64
@@ -64,6 +67,9 @@ const (
 func (c *Config) Defaults() {
 	if c.HostsPerLeaf == 0 {
 		c.HostsPerLeaf = app.DefaultHostsPerLeaf
+	}
+	if c.Spines == 0 {
+		c.Spines = app.DefaultSpines
 	}
 	if c.Request == 0 {
 		c.Request = 64

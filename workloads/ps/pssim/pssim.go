@@ -11,10 +11,8 @@
 package pssim
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/fabric"
@@ -32,9 +30,9 @@ import (
 type Config struct {
 	ps.Config
 	// Cluster is the fabric, NIC model and engine settings under
-	// ByteExpress. Its topology is built here: a one-spine leaf-spine of
-	// HostsPerLeaf-host leaves, rankers then trainers from host 0, the
-	// servers from the next leaf on.
+	// ByteExpress. Its topology is built here: a leaf-spine of
+	// HostsPerLeaf-host leaves and Spines spines, rankers then trainers
+	// from host 0, the servers from the next leaf on.
 	Cluster simhost.Config
 	// TCP is the kernel TCP model of transport TCP (tcpsim on the same
 	// fabric; Cluster.NIC, BE, Pool and CPU are then unused).
@@ -105,9 +103,8 @@ func Run(cfg Config) (*Result, error) {
 		sc.Fabric = fabric.DefaultConfig()
 	}
 	sc.Fabric.Seed = cfg.Seed
-	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: 1}
-	r := &psRun{cfg: &cfg, user: metrics.New(3), sub: metrics.New(3), push: metrics.New(3), iter: metrics.New(3),
-		fetchPhase: metrics.New(3), pushPhase: metrics.New(3)}
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: cfg.Spines}
+	r := &psRun{cfg: &cfg, st: ps.NewStats()}
 	r.shardServer = ps.ShardServers(cfg.Shards, cfg.Servers)
 	var err error
 	if cfg.Transport == ps.TCP {
@@ -123,6 +120,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	k := r.k
 	r.from, r.to = k.Now()+cfg.Warmup, k.Now()+cfg.Warmup+cfg.Measure
+	r.st.SetInterval(r.from, r.to)
 	var inj *faults.Injector
 	if len(cfg.Faults) > 0 {
 		specs := append([]faults.Spec(nil), cfg.Faults...)
@@ -141,9 +139,12 @@ func Run(cfg Config) (*Result, error) {
 	k.RunUntil(r.to)
 	crx1, srx1 := r.rx()
 	cpu1 := r.cpu()
-	r.censor()
+	for _, pc := range r.clients {
+		pc.m.Censor(r.to)
+	}
 	sec := cfg.Measure.Seconds()
-	res := &Result{FetchIncomplete: r.fetchOpen, PushIncomplete: r.pushOpen, UserLatency: r.user, SubLatency: r.sub, PushLatency: r.push, IterTime: r.iter, FetchPhase: r.fetchPhase, PushPhase: r.pushPhase, UserRequests: r.users, UserDropped: r.dropped, Iterations: r.iters,
+	st := r.st
+	res := &Result{FetchIncomplete: st.FetchOpen, PushIncomplete: st.PushOpen, UserLatency: st.User, SubLatency: st.Fetch, PushLatency: st.Push, IterTime: st.Iteration, FetchPhase: st.FetchPhase, PushPhase: st.PushPhase, UserRequests: st.Users, UserDropped: st.Dropped, Iterations: st.Iterations,
 		ClientGbps: float64(crx1-crx0) * 8 / sec / 1e9, ServerGbps: float64(srx1-srx0) * 8 / sec / 1e9}
 	for i := range res.CPU {
 		res.CPU[i] = cpu1[i].minus(cpu0[i]).per(cfg.Measure, i, len(r.clients), cfg.Servers)
@@ -192,7 +193,7 @@ func (r *psRun) buildRDMA(sc simhost.Config, firstServer int) error {
 	hs := c.Hosts()
 	for i := range cfg.Servers {
 		h := hs[firstServer+i]
-		h.SetApp(&psServer{run: r, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/server%d", i))})
+		h.SetApp(&psServer{run: r, m: ps.NewServer(&cfg.Config, i)})
 		h.Listen()
 		r.servers = append(r.servers, h)
 	}
@@ -235,7 +236,7 @@ func (r *psRun) buildTCP(fc fabric.Config, firstServer int) error {
 	hs := c.Hosts()
 	for i := range cfg.Servers {
 		h := hs[firstServer+i]
-		h.SetApp(&psServer{run: r, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/server%d", i))})
+		h.SetApp(&psServer{run: r, m: ps.NewServer(&cfg.Config, i)})
 		r.tservers = append(r.tservers, h)
 	}
 	for i := range cfg.Rankers + cfg.Trainers {
@@ -255,41 +256,28 @@ func (r *psRun) buildTCP(fc fabric.Config, firstServer int) error {
 }
 
 func (r *psRun) newClient(i int) *psClient {
-	cfg := r.cfg
-	trainer := i >= cfg.Rankers
-	pc := &psClient{run: r, trainer: trainer, rng: sim.Stream(cfg.Seed, fmt.Sprintf("ps/client%d", i))}
-	n := cfg.RankerOutstanding
-	if trainer {
-		n = 1
-	}
-	pc.slots = make([]psSlot, n)
+	pc := &psClient{run: r, m: ps.NewClient(&r.cfg.Config, i, r.shardServer, r.st)}
 	pc.timer.Init(r.k, psTick{pc}, 0)
 	r.clients = append(r.clients, pc)
 	return pc
 }
 
 type psRun struct {
-	cfg                   *Config
-	be                    *simhost.Cluster
-	tcp                   *tcpsim.Cluster
-	k                     *sim.Kernel
-	net                   *fabric.Network
-	from, to              sim.Time
-	user, sub, push, iter *metrics.Histogram
-	fetchPhase, pushPhase *metrics.Histogram
-	users, iters, dropped int64
-	fetchOpen, pushOpen   int64
-	shardServer           []int
-	servers               []*simhost.Host
-	tservers              []*tcpsim.Host
-	clients               []*psClient
-	connected             int
-	stopped               bool
+	cfg         *Config
+	be          *simhost.Cluster
+	tcp         *tcpsim.Cluster
+	k           *sim.Kernel
+	net         *fabric.Network
+	from, to    sim.Time
+	st          *ps.Stats
+	shardServer []int
+	servers     []*simhost.Host
+	tservers    []*tcpsim.Host
+	clients     []*psClient
+	connected   int
+	stopped     bool
 	simrun.Failures
 }
-
-// measured reports whether t is inside the measured interval [from, to).
-func (r *psRun) measured(t sim.Time) bool { return t >= r.from && t < r.to }
 
 func (r *psRun) rx() (clients, servers uint64) {
 	if r.tcp != nil {
@@ -381,91 +369,25 @@ func (r *psRun) tcpStats() *tcpsim.Stats {
 	return &t
 }
 
-// censor records every user request, iteration, phase and sub-request
-// started in the interval and still open at its end at its age then (see
-// Result.FetchIncomplete).
-func (r *psRun) censor() {
-	for _, pc := range r.clients {
-		for i := range pc.slots {
-			sl := &pc.slots[i]
-			// A trainer's slot is always in an iteration (computing when
-			// nothing is pending); a ranker's is a user request while
-			// sub-requests are pending.
-			if r.measured(sl.start) && (pc.trainer || sl.pending > 0) {
-				h := r.user
-				if pc.trainer {
-					h = r.iter
-				}
-				h.Record(int64((r.to - sl.start) / sim.Nanosecond))
-			}
-			if sl.pending == 0 {
-				continue
-			}
-			at, h, n, phase := sl.start, r.sub, &r.fetchOpen, r.fetchPhase
-			if sl.push {
-				at, h, n, phase = sl.pushAt, r.push, &r.pushOpen, r.pushPhase
-			}
-			if !r.measured(at) {
-				continue
-			}
-			if pc.trainer {
-				phase.Record(int64((r.to - at) / sim.Nanosecond))
-			}
-			for range sl.pending {
-				h.Record(int64((r.to - at) / sim.Nanosecond))
-				*n++
-			}
-		}
-	}
-}
-
-// psSlot is one user request (ranker) or iteration (trainer) in flight.
-type psSlot struct {
-	start   sim.Time
-	pushAt  sim.Time // trainers: when the pushes were sent
-	pending int      // sub-requests (or pushes) outstanding
-	push    bool
-	shards  []int // per server index touched: shard count (parallel to servers list)
-	servers []int
-}
-
-// psClient is a ranker or a trainer, over ByteExpress sockets (h, socks)
-// or tcpsim connections (th, conns).
+// psClient drives a ranker or trainer (ps.Client) over ByteExpress
+// sockets (h, socks) or tcpsim connections (th, conns).
 type psClient struct {
-	run     *psRun
-	h       *simhost.Host
-	socks   []*byteexpress.Socket
-	th      *tcpsim.Host
-	conns   []*tcpsim.Conn
-	trainer bool
-	rng     *rand.Rand
-	slots   []psSlot
-	timer   sim.Timer
+	run   *psRun
+	m     *ps.Client
+	h     *simhost.Host
+	socks []*byteexpress.Socket
+	th    *tcpsim.Host
+	conns []*tcpsim.Conn
+	timer sim.Timer
 }
 
-// psTick is a client's timer handler: open-loop arrivals (rankers) or
-// the end of a compute phase (trainers).
+// psTick is a client's timer handler: open-loop arrivals (rankers) or the
+// end of a compute phase (trainers).
 type psTick struct{ c *psClient }
 
 func (t psTick) OnEvent(now sim.Time, _ uint64) {
-	pc := t.c
-	if pc.run.stopped {
-		return
-	}
-	if pc.trainer {
-		pc.pushAll(0, now)
-		return
-	}
-	// Open loop: a new user request in a free slot (or dropped if none).
-	pc.timer.Set(now + max(1, sim.Time(pc.rng.ExpFloat64()/pc.run.cfg.RankerRate*float64(sim.Second))))
-	for i := range pc.slots {
-		if pc.slots[i].pending == 0 {
-			pc.fetch(i, now)
-			return
-		}
-	}
-	if pc.run.measured(now) {
-		pc.run.dropped++
+	if !t.c.run.stopped {
+		t.c.do(t.c.m.Tick(now))
 	}
 }
 
@@ -477,71 +399,48 @@ func (pc *psClient) now() sim.Time {
 	return pc.run.k.Now()
 }
 
-func (pc *psClient) start() {
-	now := pc.now()
-	switch {
-	case pc.trainer:
-		pc.fetch(0, now)
-	case pc.run.cfg.RankerRate > 0:
-		pc.timer.Set(now + max(1, sim.Time(pc.rng.ExpFloat64()/pc.run.cfg.RankerRate*float64(sim.Second))))
-	default:
-		for i := range pc.slots {
-			pc.fetch(i, now)
-		}
+func (pc *psClient) start() { pc.do(pc.m.Start(pc.now())) }
+
+// do performs what the client asked for: its sends, then its timer.
+func (pc *psClient) do(out *ps.Out) {
+	for _, s := range out.Sends {
+		pc.send(s)
+	}
+	if out.SetTimer {
+		pc.timer.Set(out.Timer)
 	}
 }
 
-// fetch starts slot i: draws its shards and sends one sub-request per
-// distinct server.
-func (pc *psClient) fetch(i int, now sim.Time) {
-	r := pc.run
-	n := r.cfg.FanOut
-	if pc.trainer {
-		n = r.cfg.TrainerShards
-	}
-	sl := &pc.slots[i]
-	sl.start, sl.push = now, false
-	sl.servers, sl.shards = ps.DrawFetch(pc.rng, n, r.shardServer, sl.servers[:0], sl.shards[:0])
-	sl.pending = len(sl.servers)
-	for j, srv := range sl.servers {
-		pc.send(srv, i, ps.OpFetch, sl.shards[j], r.cfg.Request, now)
-	}
-}
-
-// pushAll sends slot i's updates (trainers), one message per server.
-func (pc *psClient) pushAll(i int, now sim.Time) {
-	sl := &pc.slots[i]
-	sl.push, sl.pushAt = true, now
-	sl.pending = len(sl.servers)
-	for j, srv := range sl.servers {
-		n := 0
-		for range sl.shards[j] {
-			n += pc.run.cfg.PushSize.Sample(pc.rng)
-		}
-		pc.send(srv, i, ps.OpPush, sl.shards[j], max(n, ps.HeaderSize), now)
-	}
-}
-
-func (pc *psClient) send(srv, slot int, op byte, shards, size int, now sim.Time) {
+func (pc *psClient) send(s ps.Send) {
 	if pc.th != nil {
-		if err := pc.conns[srv].Send(size, tcpsim.Meta{uint64(slot), uint64(now), uint64(op), uint64(shards)}); err != nil {
+		if err := pc.conns[s.Server].Send(s.Size, tcpsim.Meta(s.Header.Words())); err != nil {
 			pc.run.Fail(err)
 		}
 		return
 	}
-	buf, err := pc.h.Allocate(size)
+	buf, err := pc.h.Allocate(s.Size)
 	if err != nil {
 		pc.run.Fail(err)
 		return
 	}
-	p := buf.Bytes()
-	binary.LittleEndian.PutUint64(p[0:], uint64(slot))
-	binary.LittleEndian.PutUint64(p[8:], uint64(now))
-	p[16] = op
-	binary.LittleEndian.PutUint32(p[17:], uint32(shards))
-	if err := pc.socks[srv].Send(buf, size); err != nil {
+	s.Header.Put(buf.Bytes())
+	if err := pc.socks[s.Server].Send(buf, s.Size); err != nil {
 		_ = pc.h.Free(buf)
 		pc.run.Fail(err)
+	}
+}
+
+func (pc *psClient) response(now sim.Time, h ps.Header, n int, err error) {
+	var out *ps.Out
+	if err == nil {
+		out, err = pc.m.Response(now, h, n)
+	}
+	if err != nil {
+		pc.run.Fail(fmt.Errorf("client response: %w", err))
+		return
+	}
+	if !pc.run.stopped {
+		pc.do(out)
 	}
 }
 
@@ -552,14 +451,9 @@ func (pc *psClient) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 	case byteexpress.EvConnected:
 		r.connected++
 	case byteexpress.EvMessage:
-		p := ev.Buf.Bytes()
-		slot := int(binary.LittleEndian.Uint64(p[0:]))
-		sent := sim.Time(binary.LittleEndian.Uint64(p[8:]))
-		op := p[16]
+		hd, err := ps.ParseHeader(ev.Buf.Bytes()[:ev.Len])
 		_ = h.Free(ev.Buf)
-		if !pc.response(slot, sent, op, h.Now()) {
-			r.Fail(fmt.Errorf("%s: response for slot %d", h.Name(), slot))
-		}
+		pc.response(h.Now(), hd, ev.Len, err)
 	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned,
 		byteexpress.EvSocketFailed, byteexpress.EvEngineError:
 		r.Failed(h, ev)
@@ -568,84 +462,33 @@ func (pc *psClient) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 
 // OnMessage implements tcpsim.App.
 func (pc *psClient) OnMessage(h *tcpsim.Host, _ *tcpsim.Conn, m tcpsim.Message) {
-	if slot := int(m.Meta[0]); !pc.response(slot, sim.Time(m.Meta[1]), byte(m.Meta[2]), h.Now()) {
-		pc.run.Fail(fmt.Errorf("host %d: response for slot %d", h.Index(), slot))
-	}
+	pc.response(h.Now(), ps.FromWords([4]uint64(m.Meta)), m.Size, nil)
 }
 
-// response accounts one fetch response or push acknowledgement and moves
-// its slot on when it was the last one outstanding; false if slot is not
-// one of the client's.
-func (pc *psClient) response(slot int, sent sim.Time, op byte, now sim.Time) bool {
-	r := pc.run
-	if r.measured(sent) {
-		if op == ps.OpFetch {
-			r.sub.Record(int64((now - sent) / sim.Nanosecond))
-		} else {
-			r.push.Record(int64((now - sent) / sim.Nanosecond))
-		}
-	}
-	if slot < 0 || slot >= len(pc.slots) {
-		return false
-	}
-	sl := &pc.slots[slot]
-	sl.pending--
-	if sl.pending > 0 || r.stopped {
-		return true
-	}
-	switch {
-	case pc.trainer && !sl.push:
-		if r.measured(sl.start) {
-			r.fetchPhase.Record(int64((now - sl.start) / sim.Nanosecond))
-		}
-		pc.timer.Set(now + r.cfg.Compute)
-	case pc.trainer:
-		if r.measured(sl.pushAt) {
-			r.pushPhase.Record(int64((now - sl.pushAt) / sim.Nanosecond))
-		}
-		if r.measured(sl.start) {
-			r.iter.Record(int64((now - sl.start) / sim.Nanosecond))
-		}
-		if r.measured(now) {
-			r.iters++
-		}
-		pc.fetch(slot, now)
-	default:
-		if r.measured(sl.start) {
-			r.user.Record(int64((now - sl.start) / sim.Nanosecond))
-		}
-		if r.measured(now) {
-			r.users++
-		}
-		if r.cfg.RankerRate == 0 {
-			pc.fetch(slot, now)
-		}
-	}
-	return true
-}
-
-// psServer answers fetches with one FetchResponse value per shard asked
-// for, and pushes with a 32-byte acknowledgement (header echoed).
+// psServer drives a parameter server (ps.Server): it answers each request
+// with the size the server draws, the request's header echoed.
 type psServer struct {
 	run *psRun
-	rng *rand.Rand
-}
-
-// replySize draws the response to a request of op for shards shards.
-func (s *psServer) replySize(op byte, shards int) int {
-	return s.run.cfg.ReplySize(s.rng, op, shards)
+	m   *ps.Server
 }
 
 func (s *psServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 	r := s.run
 	switch ev.Kind {
 	case byteexpress.EvMessage:
-		p := ev.Buf.Bytes()
-		n := s.replySize(p[16], int(binary.LittleEndian.Uint32(p[17:])))
-		buf, err := h.Allocate(n)
+		p := ev.Buf.Bytes()[:ev.Len]
+		hd, err := ps.ParseHeader(p)
+		n := 0
+		if err == nil {
+			n, err = s.m.Reply(hd, ev.Len)
+		}
+		var buf byteexpress.Buffer
+		if err == nil {
+			buf, err = h.Allocate(n)
+		}
 		if err != nil {
 			_ = h.Free(ev.Buf)
-			r.Fail(err)
+			r.Fail(fmt.Errorf("server: %w", err))
 			return
 		}
 		copy(buf.Bytes()[:ps.HeaderSize], p[:ps.HeaderSize])
@@ -662,7 +505,11 @@ func (s *psServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 
 // OnMessage implements tcpsim.App.
 func (s *psServer) OnMessage(_ *tcpsim.Host, c *tcpsim.Conn, m tcpsim.Message) {
-	if err := c.Send(s.replySize(byte(m.Meta[2]), int(m.Meta[3])), m.Meta); err != nil {
+	n, err := s.m.Reply(ps.FromWords([4]uint64(m.Meta)), m.Size)
+	if err == nil {
+		err = c.Send(n, m.Meta)
+	}
+	if err != nil {
 		s.run.Fail(err)
 	}
 }

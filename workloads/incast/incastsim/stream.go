@@ -1,4 +1,4 @@
-package incast
+package incastsim
 
 import (
 	"fmt"

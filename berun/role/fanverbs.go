@@ -2,11 +2,9 @@ package role
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -15,38 +13,48 @@ import (
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/byteexpress/bemalloc"
 	"github.com/besim/besim/byteexpress/realtime"
-	"github.com/besim/besim/sim"
 	"github.com/besim/besim/verbs"
 	"github.com/besim/besim/verbs/ibv"
 )
 
-// The ps roles over verbs (param transport: verbs): the ByteExpress core
-// that besim simulates runs unchanged on the host's RDMA device, with the
-// scenario's engine settings (send window, fragment size, SRQ, queue
-// depths: app.Engine, as besim gives its simulated engines), a bemalloc pool registered on
-// the device's PD, the engine exchange over TCP on the role's bind address
-// (realtime.TCPConnector, realtime.Serve) and one wall-clock driver per I/O
-// thread (realtime.Run). The traffic logic is the TCP roles' (ps.go); only
-// the message transport differs. ByteExpress addresses are the role
-// instance IDs.
+// The fan-out roles over verbs (param transport: verbs): the ByteExpress
+// core that besim simulates runs unchanged on the host's RDMA device, with
+// the scenario's engine settings (send window, fragment size, SRQ, queue
+// depths: app.Engine, as besim gives its simulated engines), a bemalloc
+// pool registered on the device's PD, the engine exchange over TCP on the
+// role's bind address (realtime.TCPConnector, realtime.Serve) and one
+// wall-clock driver per I/O thread (realtime.Run). The workload's machines
+// and the fan-out logic are the TCP roles' (fanout.go); only the message
+// transport differs. ByteExpress addresses are the role instance IDs.
 
-// OpenVerbs opens the RDMA device for the ps roles over verbs ("" is the
-// first device). Tests replace it with an in-memory NIC (verbs/fakeverbs).
-var OpenVerbs = func(device string) (verbs.Context, error) {
-	if device == "" {
-		devs, err := ibv.Devices()
-		if err != nil {
-			return nil, fmt.Errorf("no RDMA device (%w)", err)
-		}
-		if len(devs) == 0 {
-			return nil, errors.New("no RDMA device: ibv_get_device_list found none")
-		}
-		device = devs[0]
-	}
-	return ibv.Open(device)
+// OpenVerbs opens port 1 of the RDMA device for the fan-out roles with
+// GID index gid. Tests replace it with an in-memory NIC (verbs/fakeverbs).
+var OpenVerbs = func(device string, gid int) (verbs.Context, error) {
+	return ibv.OpenWith(device, ibv.Options{Port: 1, GIDIndex: gid})
 }
 
-// msgConn is what a ps client writes requests to: a tcpx connection or a
+// DefaultDevice names the device a role uses when it is given none: the
+// first one libibverbs lists.
+var DefaultDevice = func() (string, error) {
+	devs, err := ibv.Devices()
+	if err != nil {
+		return "", fmt.Errorf("no RDMA device (%w)", err)
+	}
+	if len(devs) == 0 {
+		return "", errors.New("no RDMA device: ibv_get_device_list found none")
+	}
+	return devs[0], nil
+}
+
+// verbsQoS is how a role's QPs are addressed and classified on the
+// device: GID index (-1: auto, see autoGID), DSCP (the traffic class is
+// DSCP << 2) and 802.1p priority (the service level).
+type verbsQoS struct {
+	gid        int
+	dscp, prio uint8
+}
+
+// msgConn is what a fan-out client writes requests to: a tcpx connection or a
 // ByteExpress socket.
 type msgConn interface {
 	WriteMsg(p []byte) error
@@ -66,8 +74,29 @@ type beNode struct {
 	peers   map[byteexpress.Addr]string // exchange addresses
 }
 
-func newBENode(ctx context.Context, id, bind, device string, cfg byteexpress.Config) (*beNode, error) {
-	vctx, err := OpenVerbs(device)
+func newBENode(ctx context.Context, spec Spec, device string, qos verbsQoS, cfg byteexpress.Config) (*beNode, error) {
+	id, bind := spec.ID, spec.Bind
+	if device == "" {
+		d, err := DefaultDevice()
+		if err != nil {
+			return nil, fmt.Errorf("verbs transport: %w", err)
+		}
+		device = d
+	}
+	gid := qos.gid
+	if gid < 0 {
+		host, _, _ := net.SplitHostPort(bind)
+		g, how, err := autoGID(device, 1, net.ParseIP(host))
+		if err != nil {
+			return nil, fmt.Errorf("verbs transport: %w", err)
+		}
+		gid = g
+		if spec.Logf != nil {
+			spec.Logf("%s: %s", id, how)
+		}
+	}
+	cfg.GIDIndex, cfg.TrafficClass, cfg.ServiceLevel = uint8(gid), qos.dscp<<2, qos.prio
+	vctx, err := OpenVerbs(device, gid)
 	if err != nil {
 		return nil, fmt.Errorf("verbs transport: %w", err)
 	}
@@ -147,7 +176,7 @@ func (n *beNode) close() error {
 	return errors.Join(n.ep.Close(), n.pool.Close())
 }
 
-// beConn is a ps client's socket to one server.
+// beConn is a fan-out client's socket to one server.
 type beConn struct {
 	n    *beNode
 	sock *byteexpress.Socket
@@ -172,9 +201,8 @@ func (c beConn) WriteMsg(p []byte) error {
 func (c beConn) Close() error { return c.sock.Close() }
 
 // dialBE opens one socket per server (the peers' Prepare returned their
-// exchange addresses) and routes responses into in.
-func (pc *psClient) dialBE(spec Spec, peers PeerMap, in chan<- psResp, quit <-chan struct{}) error {
-	n := pc.r.node
+// exchange addresses) and routes the answers into in.
+func (c *fanCli) dialBE(spec Spec, peers PeerMap, n *beNode, in chan<- fanIn, quit <-chan struct{}) error {
 	index := map[byteexpress.Addr]int{}
 	for i, id := range spec.Peers {
 		p, ok := peers[id]
@@ -188,16 +216,16 @@ func (pc *psClient) dialBE(spec Spec, peers PeerMap, in chan<- psResp, quit <-ch
 	}
 	n.setHandler(func(ev byteexpress.Event) {
 		i, known := index[ev.Remote]
-		var rs psResp
+		var f fanIn
 		switch ev.Kind {
 		case byteexpress.EvMessage:
-			rs = parseResp(i, ev.Buf.Bytes()[:ev.Len], string(ev.Remote))
+			f = newFanIn(i, ev.Buf.Bytes()[:ev.Len], time.Now())
 			_ = n.ep.Free(ev.Buf)
 		case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
 			_ = n.ep.Free(ev.Buf)
-			rs = psResp{srv: i, err: fmt.Errorf("%v: %v", ev.Kind, ev.Err)}
+			f = fanIn{srv: i, err: fmt.Errorf("%v: %v", ev.Kind, ev.Err)}
 		case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
-			rs = psResp{srv: i, err: fmt.Errorf("%v: %v", ev.Kind, ev.Err)}
+			f = fanIn{srv: i, err: fmt.Errorf("%v: %v", ev.Kind, ev.Err)}
 		default:
 			return
 		}
@@ -205,7 +233,7 @@ func (pc *psClient) dialBE(spec Spec, peers PeerMap, in chan<- psResp, quit <-ch
 			return
 		}
 		select {
-		case in <- rs:
+		case in <- f:
 		case <-quit:
 		}
 	})
@@ -214,77 +242,72 @@ func (pc *psClient) dialBE(spec Spec, peers PeerMap, in chan<- psResp, quit <-ch
 		if err != nil {
 			return fmt.Errorf("dial %s: %w", id, err)
 		}
-		pc.conns = append(pc.conns, beConn{n: n, sock: s})
+		c.conns = append(c.conns, beConn{n: n, sock: s})
 	}
 	return nil
 }
 
-// psPeer is what a ps-server keeps per client (either transport).
-type psPeer struct {
-	s     psServed
-	rng   *rand.Rand
-	ended bool
-	// reply is reused for this client's answers over verbs (under the
-	// server's lock, until copied into registered memory).
-	reply []byte
-}
-
-// runServerBE is ps-server over verbs: the same answers as runServer, one
-// count and one random stream per client, until every expected client has
-// sent its end marker (or the run is stopped).
-func (r *psRole) runServerBE(ctx context.Context, spec Spec) (Result, error) {
-	n := r.node
+// runBE serves over verbs: the same answers as runTCP, one count per
+// client (its ByteExpress address), until every expected client has sent
+// its end marker (or the run is stopped).
+func (s *fanSrv) runBE(ctx context.Context, spec Spec, n *beNode) (Result, error) {
 	var (
-		mu      sync.Mutex
-		clients = map[byteexpress.Addr]*psPeer{}
-		ended   int
+		clients = map[byteexpress.Addr]*fanPeer{}
 		errs    []error
 		done    = make(chan struct{})
+		head    = make([]byte, s.w.headLen+fanEndLen)
 	)
 	want := len(spec.From)
+	fail := func(err error) {
+		if len(errs) < 8 {
+			errs = append(errs, err)
+		}
+	}
 	n.setHandler(func(ev byteexpress.Event) {
 		switch ev.Kind {
 		case byteexpress.EvMessage:
-			mu.Lock()
+			s.mu.Lock()
 			c := clients[ev.Remote]
 			if c == nil {
-				// As runServer: one stream per (server, client).
-				c = &psPeer{rng: sim.Stream(r.cfg.Seed, fmt.Sprintf("ps/server%d/%s", r.idx, ev.Remote))}
+				c = &fanPeer{}
 				clients[ev.Remote] = c
+				s.seen++
 			}
-			reply, err := r.answer(c, ev.Buf.Bytes()[:ev.Len], c.reply)
+			size, end, err := s.answer(c, ev.Buf.Bytes()[:ev.Len], head)
 			var out byteexpress.Buffer
 			if err == nil {
-				c.reply = reply
-				if c.ended {
-					if ended++; ended == want {
-						close(done)
+				// Into registered memory while mu still guards head.
+				if out, err = n.ep.Allocate(size); err == nil {
+					p := out.Bytes()[:size]
+					clear(p)
+					if end {
+						copy(p, head)
+					} else {
+						copy(p, head[:s.w.headLen])
 					}
 				}
-				// Into registered memory while mu still guards c.reply.
-				if out, err = n.ep.Allocate(len(reply)); err == nil {
-					copy(out.Bytes(), reply)
-				}
 			}
-			if err != nil && len(errs) < 8 {
-				errs = append(errs, fmt.Errorf("%s: %w", ev.Remote, err))
+			if err != nil {
+				fail(fmt.Errorf("%s: %w", ev.Remote, err))
 			}
-			mu.Unlock()
+			if end && s.ended == want && !s.closed {
+				s.closed = true
+				close(done)
+			}
+			s.mu.Unlock()
 			_ = n.ep.Free(ev.Buf)
 			if err != nil {
 				return
 			}
-			if err := ev.Socket.Send(out, len(reply)); err != nil {
+			if err := ev.Socket.Send(out, size); err != nil {
 				_ = n.ep.Free(out)
 			}
 		case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
 			_ = n.ep.Free(ev.Buf)
 		case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
-			mu.Lock()
-			if len(errs) < 8 {
-				errs = append(errs, fmt.Errorf("%s: %v: %v", ev.Remote, ev.Kind, ev.Err))
-			}
-			mu.Unlock()
+			s.mu.Lock()
+			fail(fmt.Errorf("%s: %v: %v", ev.Remote, ev.Kind, ev.Err))
+			s.mu.Unlock()
 		}
 	})
 	n.listen()
@@ -298,56 +321,8 @@ func (r *psRole) runServerBE(ctx context.Context, spec Spec) (Result, error) {
 	case <-limit.C:
 		err = errors.New("not every client sent its end marker by the end of the run")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	var t psServed
-	for _, c := range clients {
-		t.Fetches += c.s.Fetches
-		t.Pushes += c.s.Pushes
-		t.RxBytes += c.s.RxBytes
-		t.TxBytes += c.s.TxBytes
-	}
-	res := Result{Metrics: map[string]float64{"fetches": float64(t.Fetches), "pushes": float64(t.Pushes),
-		"rx_bytes": float64(t.RxBytes), "tx_bytes": float64(t.TxBytes), "clients_expected": float64(want),
-		"clients_seen": float64(len(clients)), "clients_ended": float64(ended)}}
+	res := s.result(want)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return res, errors.Join(append(errs, err)...)
-}
-
-// answer is a ps-server's reply to request m from client c: the fetch
-// response, push acknowledgement or end-marker count, in resp's backing
-// array if it is large enough. Both transports' servers use it.
-func (r *psRole) answer(c *psPeer, m, resp []byte) ([]byte, error) {
-	if len(m) < psHdr {
-		return nil, fmt.Errorf("request of %d bytes, want at least %d", len(m), psHdr)
-	}
-	c.s.RxBytes += int64(len(m))
-	n := psHdr + 8
-	switch m[16] {
-	case psOpEnd:
-		n = psHdr + 16
-	case psOpFetch:
-		n = 0
-		for range int(binary.LittleEndian.Uint32(m[17:])) {
-			n += r.cfg.FetchResponse.Sample(c.rng)
-		}
-		n = max(n, psHdr)
-		c.s.Fetches++
-	case psOpPush:
-		c.s.Pushes++
-	default:
-		return nil, fmt.Errorf("unknown op %d", m[16])
-	}
-	if cap(resp) < n {
-		resp = make([]byte, n)
-	}
-	resp = resp[:n]
-	copy(resp, m[:psHdr])
-	if m[16] == psOpEnd {
-		binary.LittleEndian.PutUint64(resp[psHdr:], uint64(c.s.Fetches))
-		binary.LittleEndian.PutUint64(resp[psHdr+8:], uint64(c.s.Pushes))
-		c.ended = true
-		return resp, nil
-	}
-	c.s.TxBytes += int64(n)
-	return resp, nil
 }

@@ -1,4 +1,4 @@
-package incast
+package incastsim
 
 import (
 	"fmt"
@@ -8,27 +8,23 @@ import (
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
-	"github.com/besim/besim/workloads/app"
+	"github.com/besim/besim/workloads/incast"
 )
 
 func init() { experiment.Register(string(scenarios.IncastPull), build) }
 
-// FromScenario translates a workload scenario of kind incast-pull.
+// FromScenario translates a workload scenario of kind incast-pull: the
+// workload (incast.FromScenario) and the cluster it runs on.
 func FromScenario(s *scenarios.Scenario) (Config, error) {
-	w := s.Workload
 	sc, err := experiment.ClusterConfig(s)
 	if err != nil {
 		return Config{}, err
 	}
-	cfg := Config{Cluster: sc, HostsPerLeaf: w.HostsPerLeaf, Workers: w.Workers, Servers: w.Servers,
-		Request: int(w.Request), Outstanding: w.Outstanding, Rate: w.Rate,
-		Victim: w.VictimOn(), VictimMessage: int(w.VictimMessage), VictimWindow: w.VictimDepth,
-		BandwidthFlows: w.BandwidthFlows, Warmup: w.Warmup.Time(), Measure: s.Duration.Time(), Seed: s.Seed,
-		Response: app.Sizes(w.Response)}
-	if err := cfg.Response.Prepare(); err != nil {
-		return cfg, s.Errorf("workload.response", "%v", err)
+	a, err := incast.FromScenario(s)
+	if err != nil {
+		return Config{}, err
 	}
-	return cfg, nil
+	return Config{Config: a, Cluster: sc}, nil
 }
 
 func build(s *scenarios.Scenario) (experiment.Runner, error) {
