@@ -20,6 +20,7 @@ package experiment
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/scenarios"
@@ -121,7 +122,8 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 	}
 	c.Sampling.Interval = s.Outputs.SampleInterval.Time()
 	if err := c.Validate(); err != nil {
-		return c, s.Errorf("fabric", "%v", err)
+		// The field path already says fabric: do not repeat it.
+		return c, s.Errorf("fabric", "%s", strings.TrimPrefix(err.Error(), "fabric: "))
 	}
 	return c, nil
 }

@@ -108,6 +108,9 @@ func Build(s *scenarios.Scenario) (Runner, error) {
 		}
 		return nil, s.Errorf(field, "unknown %s %q (registered: %s)", what, kind, known)
 	}
+	if err := checkMemory(s); err != nil {
+		return nil, err
+	}
 	x, err := b(s)
 	if err != nil {
 		return nil, err

@@ -11,10 +11,10 @@
 package plot
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -27,6 +27,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
@@ -68,16 +69,24 @@ func Save(p *gplot.Plot, file string, width, height vg.Length) error {
 	if !slices.Contains(Formats, strings.ToLower(format)) {
 		return fmt.Errorf("plot: %s: unknown format %q (name the file .png or .svg)", file, format)
 	}
-	f, err := os.Create(file)
-	if err != nil {
+	if width < MinSize || height < MinSize || width > MaxSize || height > MaxSize {
+		return fmt.Errorf("plot: %s: size %.1f x %.1f cm: each side must be from %g to %g cm", file, width/vg.Centimeter, height/vg.Centimeter, MinSize/vg.Centimeter, MaxSize/vg.Centimeter)
+	}
+	// Render in memory, then write through a temporary file renamed into
+	// place: a failure never leaves an empty or partial image.
+	var b bytes.Buffer
+	if err := Encode(p, &b, format, width, height); err != nil {
 		return err
 	}
-	if err := Encode(p, f, format, width, height); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	_, err := fileio.WriteFiles([]fileio.File{{Name: file, Data: b.Bytes()}})
+	return err
 }
+
+// Plot size bounds (a 100 cm PNG side is about 3,800 pixels).
+const (
+	MinSize = 1 * vg.Centimeter
+	MaxSize = 100 * vg.Centimeter
+)
 
 func newPlot(title, x, y string) *gplot.Plot {
 	p := gplot.New()

@@ -126,7 +126,7 @@ func TestParseErrors(t *testing.T) {
 		{"star too small", "hosts: 4}", "hosts: 1}",
 			`t.yaml:4: fabric.topology.hosts: 1 is too small (the number of hosts: at least 2)`},
 		{"fat-tree odd k", "{kind: star, hosts: 4}", "{kind: fat-tree, k: 5}",
-			`t.yaml:4: fabric.topology.k: 5 is not allowed (k must be even, from 2 to 64)`},
+			`t.yaml:4: fabric.topology.k: 5 is not allowed (k must be even, from 2 to 46: larger fat trees need more routing-table entries than the fabric model holds)`},
 		{"unknown topology kind", "kind: star", "kind: ring",
 			`t.yaml:4: fabric.topology.kind: "ring" is not a topology kind (allowed: star, leaf-spine, fat-tree)`},
 		{"uplink rate on star", "    delay: 1us", "    delay: 1us\n    uplink_rate: 100Gbps",

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -264,6 +265,9 @@ func (u *intUnit) parse(text string) (int64, error) {
 		}
 		return 0, u.fail(text, "")
 	}
+	if m := exponentRE.FindStringSubmatch(unit); m != nil {
+		return 0, u.exponent(text, num, m[1], m[2])
+	}
 	var mul int64
 	switch {
 	case unit == "" && u.bare:
@@ -304,6 +308,38 @@ func (u *intUnit) parse(text string) (int64, error) {
 		return 0, u.fail(text, "too large (at most "+u.max+")")
 	}
 	return n.Int64(), nil
+}
+
+// exponentRE matches what follows the digits of a number written with an
+// exponent (1e30Gbps): the exponent and the unit.
+var exponentRE = regexp.MustCompile(`^[eE]([+-]?[0-9]+)\s*(.*)$`)
+
+// exponent explains a number written with an exponent, which values do
+// not accept: out of range if it is, else how to write it in full.
+func (u *intUnit) exponent(text, num, exp, unit string) error {
+	mul := int64(0)
+	if unit == "" && u.bare {
+		mul = 1
+	}
+	for _, d := range u.units {
+		if d.name == unit {
+			mul = d.mul
+		}
+	}
+	e, err := strconv.Atoi(exp)
+	if mul > 0 && (err != nil || e > 0) {
+		if err != nil || e > 40 {
+			return u.fail(text, "the number is out of range (at most "+u.max+")")
+		}
+		if r := parseRat(num); r != nil {
+			r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(e)), nil)))
+			r.Mul(r, new(big.Rat).SetInt64(mul))
+			if n := r.Num(); r.IsInt() && (!n.IsInt64() || n.Int64() == math.MaxInt64) {
+				return u.fail(text, "the number is out of range (at most "+u.max+")")
+			}
+		}
+	}
+	return u.fail(text, "exponents (e"+exp+") are not accepted; write the number in full")
 }
 
 // formatExact writes v/div as an exact decimal: 1500/1000 -> "1.5".

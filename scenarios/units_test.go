@@ -57,7 +57,10 @@ func TestParseRate(t *testing.T) {
 		{"9223373Tbps", `"9223373Tbps" is not a rate: too large (at most 9223372Tbps)` + hint},
 		{"Gbps", `"Gbps" is not a rate` + hint},
 		{"1..5Gbps", `"1..5Gbps" is not a rate: unknown unit ".5Gbps"` + hint},
-		{"1e9bps", `"1e9bps" is not a rate: unknown unit "e9bps"` + hint},
+		{"1e9bps", `"1e9bps" is not a rate: exponents (e9) are not accepted; write the number in full` + hint},
+		{"1e30Gbps", `"1e30Gbps" is not a rate: the number is out of range (at most 9223372Tbps)` + hint},
+		{"1e99999999999Gbps", `"1e99999999999Gbps" is not a rate: the number is out of range (at most 9223372Tbps)` + hint},
+		{"2E-3Gbps", `"2E-3Gbps" is not a rate: exponents (e-3) are not accepted; write the number in full` + hint},
 		{"fast", `"fast" is not a rate` + hint},
 	}
 	for _, c := range bad {

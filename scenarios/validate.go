@@ -5,13 +5,23 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/besim/besim/sim"
 )
 
 // Limits that keep a typo from building an absurd simulation.
 const (
 	maxHosts         = 65536
 	maxFlowInstances = 100_000
-	maxFatTreeK      = 64 // 64^3/4 = 65536 hosts
+	// MaxDuration bounds the virtual time of a run and MaxSamples the
+	// sampling ticks (duration / outputs.sample_interval): both bound how
+	// long a run takes before it says anything.
+	MaxDuration = Duration(10 * sim.Second)
+	MaxSamples  = 1_000_000
+	// maxFatTreeK is the largest k whose routing tables (5k²/4 switches x
+	// k³/4 hosts entries) fit the fabric's cap of 2^26: k = 46 needs 64.4M
+	// entries, k = 48 79.6M.
+	maxFatTreeK = 46
 )
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
@@ -97,6 +107,8 @@ func (v *validator) top() {
 		v.missingOr("duration", "0s is not allowed (must be > 0)", "missing (required: how much virtual time to simulate, e.g. duration: 2ms)")
 	case s.Duration < 0:
 		v.bad("duration", "%s is negative (must be > 0)", s.Duration)
+	case s.Duration > MaxDuration:
+		v.bad("duration", "%s is too long (at most %s of virtual time: a packet-level simulation of more would run for days)", s.Duration, MaxDuration)
 	}
 }
 
@@ -160,7 +172,7 @@ func (v *validator) topology() int {
 	case FatTree:
 		atLeast("k", t.K, 2, "ports per switch, even")
 		if ok && (t.K%2 != 0 || t.K > maxFatTreeK) {
-			v.bad(p+".k", "%d is not allowed (k must be even, from 2 to %d)", t.K, maxFatTreeK)
+			v.bad(p+".k", "%d is not allowed (k must be even, from 2 to %d: larger fat trees need more routing-table entries than the fabric model holds)", t.K, maxFatTreeK)
 			ok = false
 		}
 	}
@@ -504,6 +516,9 @@ func (v *validator) outputs() {
 		v.bad("outputs.sample_interval", "%s is not allowed (must be > 0)", o.SampleInterval)
 	case v.s.Duration > 0 && o.SampleInterval > v.s.Duration:
 		v.bad("outputs.sample_interval", "%s is longer than the scenario (duration %s)", o.SampleInterval, v.s.Duration)
+	case v.s.Duration > 0 && int64(v.s.Duration/o.SampleInterval) > MaxSamples:
+		least := (v.s.Duration + MaxSamples - 1) / MaxSamples
+		v.bad("outputs.sample_interval", "%s samples the %s run %d times (at most %d: use at least %s)", o.SampleInterval, v.s.Duration, int64(v.s.Duration/o.SampleInterval), MaxSamples, least)
 	}
 }
 

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"github.com/besim/besim/sim"
+	"os"
 	"strings"
 	"testing"
 )
@@ -174,6 +175,8 @@ func TestFaultsSection(t *testing.T) {
 		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-down, at: 5ms, switch: 1}", "a switch port needs both switch and port"},
 		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-down, at: 5ms, host: 1, switch: 1, port: 2}", "give a host, or a switch and a port, not both"},
 		{fo, "  clients: 2", "  clients: 2\n  fan_out: 3", "workload.fan_out: not used by kind failover"},
+		// SCHEMA documents workload.warmup as > 0 (TestSchemaWarmupAgrees).
+		{fo, "  clients: 2", "  clients: 2\n  warmup: 0s", "workload.warmup: 0s is not allowed (omit the key for the default, 200us)"},
 		{fo, "response: {dist: fixed, size: 16KiB}", "response: {dist: lognormal, mean: 16KiB, p99: 32KiB}", "a failover response is {dist: fixed, size}"},
 		{qu, "max_req_failures: 5", "max_req_failures: 0", "workload.rpc.max_req_failures"},
 		{qu, "quarantine_window: 150ms", "quarantine_window: 0s", "workload.rpc.quarantine_window: 0s is not allowed"},
@@ -191,6 +194,21 @@ func TestFaultsSection(t *testing.T) {
 		_, err := Parse("f.yaml", []byte(strings.Replace(string(c.src), c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want %q", c.new, err, c.want)
+		}
+	}
+}
+
+// TestSchemaWarmupAgrees: SCHEMA.md documents every warmup key as the
+// loader checks it: none may say that 0 is allowed, since the loader
+// refuses warmup: 0 (the workloads read 0 as "the default").
+func TestSchemaWarmupAgrees(t *testing.T) {
+	b, err := os.ReadFile("SCHEMA.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "| `warmup` |") && strings.Contains(l, "≥ 0") {
+			t.Errorf("SCHEMA.md:%d allows warmup 0, the loader does not: %s", i+1, l)
 		}
 	}
 }

@@ -21,6 +21,10 @@ const (
 	maxPoints = 100_000
 )
 
+// badRangeRE is a value that looks like a range but is not one (a unit
+// on both ends, a fraction: 1ms..5ms, 1.5..2).
+var badRangeRE = regexp.MustCompile(`^-?[0-9][^.]*(\.[0-9]+[^.]*)?\.\.`)
+
 var rangeRE = regexp.MustCompile(`^(-?[0-9]+)\.\.(-?[0-9]+)(?::([0-9]+))?([A-Za-zµ%]*)$`)
 
 // ParseAxis parses "key=v1,v2,...". Values are split at commas outside
@@ -66,6 +70,9 @@ func ParseAxis(s string) (Axis, error) {
 				a.Values = append(a.Values, strconv.FormatInt(v, 10)+m[4])
 			}
 			continue
+		}
+		if badRangeRE.MatchString(p) {
+			return Axis{}, fmt.Errorf("--set %s: range %s: write LO..HI[:STEP][UNIT] with integer ends and the unit once, after HI (e.g. 1..5ms, 64..4096:64KiB); for other values list them: 1ms,2ms,5ms", s, p)
 		}
 		a.Values = append(a.Values, p)
 	}

@@ -39,6 +39,8 @@ func TestParseAxis(t *testing.T) {
 		{in: "seed=1..100000", err: "more than 10000 values"},
 		{in: "flows[0].src=[0,1", err: "unbalanced"},
 		{in: "seed=1,1", err: "value 1 given twice"},
+		{in: "duration=1ms..5ms", err: "range 1ms..5ms: write LO..HI[:STEP][UNIT] with integer ends and the unit once, after HI (e.g. 1..5ms"},
+		{in: "fabric.switch.alpha=0.5..2", err: "range 0.5..2: write LO..HI"},
 		{in: "seed=1..3,2", err: "value 2 given twice"},
 	}
 	for _, tc := range tests {

@@ -115,7 +115,7 @@ func TestRunWallClock(t *testing.T) {
 	}
 	senders.Wait()
 	next := make([]uint64, socks)
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(2 * time.Minute) // a hang guard, not a speed bound
 	for got := 0; got < socks*msgs; got++ {
 		select {
 		case m := <-received:
@@ -124,7 +124,7 @@ func TestRunWallClock(t *testing.T) {
 			}
 			next[m[0]]++
 		case <-deadline:
-			t.Fatalf("only %d of %d messages after 20 s", got, socks*msgs)
+			t.Fatalf("only %d of %d messages after 2 minutes (hung?)", got, socks*msgs)
 		}
 	}
 	cancel()

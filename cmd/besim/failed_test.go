@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+
+	"github.com/besim/besim/experiment"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +103,50 @@ func TestRunReplacesEarlierOutput(t *testing.T) {
 	errb.Reset()
 	if code := run([]string{"run", "-q", "--out", mine, "line-rate"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "thesis.tex") {
 		t.Errorf("foreign folder: exit %d, %s", code, errb.String())
+	}
+}
+
+// TestPlotSizeBounds: an oversized (or non-positive) plot is refused
+// before anything is drawn, and no file is left behind.
+func TestPlotSizeBounds(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run([]string{"run", "-q", "--out", dir, "line-rate"}, &out, &errb); code != 0 {
+		t.Fatal(errb.String())
+	}
+	png := filepath.Join(dir, "p.png")
+	for _, size := range [][]string{{"100000", "100000"}, {"0", "10"}, {"16", "-1"}, {"NaN", "10"}} {
+		errb.Reset()
+		code := run([]string{"plot", filepath.Join(dir, "result.json"), "--width", size[0], "--height", size[1], "-o", png}, &out, &errb)
+		if code != 1 || !strings.Contains(errb.String(), "each must be from 1 to 100 (cm)") {
+			t.Errorf("size %v: exit %d, %s", size, code, errb.String())
+		}
+		if _, err := os.Stat(png); err == nil {
+			t.Errorf("size %v: left %s", size, png)
+		}
+	}
+}
+
+// TestValidateMemory: validate prints the memory estimate with its largest
+// term, and --memory-limit (or $BESIM_MEMORY_LIMIT) refuses a run above it.
+func TestValidateMemory(t *testing.T) {
+	defer experiment.SetMemoryLimit(experiment.MemoryLimit())
+	var out, errb bytes.Buffer
+	if code := run([]string{"validate", "--memory-limit", "64GiB", "ps-cluster"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "memory: about ") || !strings.Contains(out.String(), "largest: engines") || !strings.Contains(out.String(), "limit 64 GiB") {
+		t.Errorf("exit %d: %s%s", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"validate", "--memory-limit", "100MiB", "ps-cluster"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "more than the memory limit of 100 MiB") {
+		t.Errorf("over the limit: exit %d: %s", code, errb.String())
+	}
+	t.Setenv("BESIM_MEMORY_LIMIT", "100MiB")
+	errb.Reset()
+	if code := run([]string{"run", "-q", "--out", t.TempDir(), "ps-cluster"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "memory limit of 100 MiB") {
+		t.Errorf("env limit: exit %d: %s", code, errb.String())
+	}
+	t.Setenv("BESIM_MEMORY_LIMIT", "lots")
+	errb.Reset()
+	if code := run([]string{"validate", "incast"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "$BESIM_MEMORY_LIMIT") {
+		t.Errorf("bad env: exit %d: %s", code, errb.String())
 	}
 }

@@ -102,6 +102,28 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// memoryFlag adds --memory-limit to fs; apply sets the limit Build checks
+// (the flag, else $BESIM_MEMORY_LIMIT, else 3/4 of physical memory).
+func memoryFlag(fs *flag.FlagSet) (apply func() error) {
+	v := fs.String("memory-limit", "", "refuse a run whose memory estimate exceeds this `SIZE` (e.g. 8GiB; 0: no limit; default $"+experiment.EnvMemoryLimit+", else 3/4 of physical memory)")
+	return func() error {
+		src, what := *v, "--memory-limit"
+		if src == "" {
+			src, what = os.Getenv(experiment.EnvMemoryLimit), "$"+experiment.EnvMemoryLimit
+		}
+		if src == "" {
+			experiment.SetMemoryLimit(experiment.DefaultMemoryLimit())
+			return nil
+		}
+		b, err := experiment.ParseMemoryLimit(src)
+		if err != nil {
+			return fmt.Errorf("%s: %v", what, err)
+		}
+		experiment.SetMemoryLimit(b)
+		return nil
+	}
+}
+
 func load(fs *flag.FlagSet, pos []string, seed *uint64, sets []string, allowDefault bool) (*scenarios.Scenario, error) {
 	name := scenarios.Default
 	switch len(pos) {
@@ -153,8 +175,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&sets, "set", "override one key: `KEY=VALUE` (the sweep's key syntax, e.g. fabric.switch.buffer=2MiB; repeatable)")
 	out := fs.String("out", "", "output folder (default: the scenario's outputs.dir, else out/NAME)")
 	quiet := fs.Bool("q", false, "do not print the summary")
+	memLimit := memoryFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := memLimit(); err != nil {
 		return err
 	}
 	s, err := load(fs, pos, seed, sets, true)
@@ -211,8 +237,12 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	printIt := fs.Bool("print", false, "print the normalised scenario (every default filled in) instead of the explanation")
 	var sets multiFlag
 	fs.Var(&sets, "set", "override one key first: `KEY=VALUE` (repeatable)")
+	memLimit := memoryFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := memLimit(); err != nil {
 		return err
 	}
 	s, err := load(fs, pos, new(uint64), sets, false)
@@ -231,7 +261,15 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(y)
 		return err
 	}
-	return x.Explain(stdout)
+	if err := x.Explain(stdout); err != nil {
+		return err
+	}
+	limit := "none"
+	if l := experiment.MemoryLimit(); l > 0 {
+		limit = experiment.FormatBytes(l)
+	}
+	_, err = fmt.Fprintf(stdout, "memory: %s; limit %s\n", experiment.EstimateMemory(s), limit)
+	return err
 }
 
 func cmdList(args []string, stdout, stderr io.Writer) error {

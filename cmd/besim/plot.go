@@ -31,6 +31,10 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
+	lo, hi := float64(plot.MinSize/vg.Centimeter), float64(plot.MaxSize/vg.Centimeter)
+	if !(*width >= lo && *width <= hi && *height >= lo && *height <= hi) {
+		return fmt.Errorf("--width %g --height %g: each must be from %g to %g (cm)", *width, *height, lo, hi)
+	}
 	kinds := 0
 	for _, set := range []bool{*series != "", *x != "" || *y != "", *cdf != "", *bar != ""} {
 		if set {
@@ -74,9 +78,6 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 	}
 	if *title != "" {
 		p.Title.Text = *title
-	}
-	if *width <= 0 || *height <= 0 {
-		return fmt.Errorf("--width and --height must be positive")
 	}
 	if err := plot.Save(p, *out, vg.Length(*width)*vg.Centimeter, vg.Length(*height)*vg.Centimeter); err != nil {
 		return err

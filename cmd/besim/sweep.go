@@ -60,8 +60,12 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	md := fs.Bool("md", false, "print the table as Markdown")
 	quiet := fs.Bool("q", false, "do not print the table")
 	keepGoing := fs.Bool("keep-going", false, "exit 0 even when some points failed (their rows still carry the error)")
+	memLimit := memoryFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := memLimit(); err != nil {
 		return err
 	}
 	if len(pos) != 1 {

