@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -117,9 +118,17 @@ func Build(s *scenarios.Scenario) (Runner, error) {
 // timed adds the wall time of Run to the result's Timing.
 type timed struct{ Runner }
 
-func (t timed) Run() (*report.Result, error) {
+func (t timed) Run() (r *report.Result, err error) {
 	start := time.Now()
-	r, err := t.Runner.Run()
+	defer func() {
+		// No input should reach a panic; if one does, it is a bug in a
+		// model, reported as the run's error (with where it happened)
+		// rather than a crash that loses a sweep.
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("internal error (please report): simulation panicked: %v%s", p, panicSite())
+		}
+	}()
+	r, err = t.Runner.Run()
 	wall := time.Since(start).Seconds()
 	if r == nil {
 		if err == nil {
@@ -135,6 +144,19 @@ func (t timed) Run() (*report.Result, error) {
 		r.Timing.EventsPerSecond = float64(r.Timing.Events) / wall
 	}
 	return r, err
+}
+
+// panicSite is " at FILE:LINE" of the frame that panicked, from inside a
+// deferred recover.
+func panicSite() string {
+	lines := strings.Split(string(debug.Stack()), "\n")
+	for i, l := range lines {
+		// The frame after runtime's panic is the one that panicked.
+		if strings.HasPrefix(l, "panic(") && i+3 < len(lines) {
+			return " at " + strings.TrimSpace(strings.Fields(lines[i+3])[0])
+		}
+	}
+	return ""
 }
 
 // NewResult is the empty result of a run of s.

@@ -74,3 +74,25 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("duplicate kind: %v", err)
 	}
 }
+
+type panicRunner struct{ fakeRunner }
+
+func (panicRunner) Run() (*report.Result, error) {
+	var s []int
+	_ = s[:5] // a model's slice-bounds bug
+	return nil, nil
+}
+
+// TestRunPanicIsAnError: a panic inside a model is the run's error, naming
+// where it happened, not a crash of besim (or of a whole sweep).
+func TestRunPanicIsAnError(t *testing.T) {
+	Register("test-panic", func(s *scenarios.Scenario) (Runner, error) { return panicRunner{fakeRunner{s: s}}, nil })
+	x, err := Build(&scenarios.Scenario{Name: "p", Workload: &scenarios.Workload{Kind: "test-panic"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := x.Run()
+	if r != nil || err == nil || !strings.Contains(err.Error(), "panicked") || !strings.Contains(err.Error(), "registry_test.go:") {
+		t.Errorf("panicking run: %v, %v", r, err)
+	}
+}

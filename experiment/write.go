@@ -2,38 +2,27 @@ package experiment
 
 import (
 	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 )
 
 // Write stores r under dir as result.json and one CSV per table (as the
-// scenario's outputs section asks) and returns the paths written.
+// scenario's outputs section asks) and returns the paths written. dir is
+// replaced as a whole (fileio.WriteDir): it ends up with this run's files
+// only, or, if writing fails, as it was. A folder holding anything but
+// what besim writes (.json, .csv, and the .md, .png and .svg of sweep and
+// plot, stale once the run is replaced) is refused, not replaced.
 func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("output folder: %w", err)
-	}
-	var files []string
-	put := func(name string, b []byte) error {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return err
-		}
-		files = append(files, p)
-		return nil
-	}
+	var files []fileio.File
 	if o.JSON == nil || *o.JSON {
 		var b bytes.Buffer
 		if err := r.WriteJSON(&b); err != nil {
 			return nil, err
 		}
-		if err := put("result.json", b.Bytes()); err != nil {
-			return nil, err
-		}
+		files = append(files, fileio.File{Name: "result.json", Data: b.Bytes()})
 	}
 	if o.CSV == nil || *o.CSV {
 		for i := range r.Tables {
@@ -43,10 +32,8 @@ func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) 
 			}
 			// Histogram tables are named hist/NAME: keep files flat.
 			name := strings.ReplaceAll(r.Tables[i].Name, "/", "_")
-			if err := put(name+".csv", b.Bytes()); err != nil {
-				return nil, err
-			}
+			files = append(files, fileio.File{Name: name + ".csv", Data: b.Bytes()})
 		}
 	}
-	return files, nil
+	return fileio.WriteDir(dir, files, ".json", ".csv", ".md", ".png", ".svg")
 }

@@ -56,10 +56,13 @@ type Column struct {
 	Unit string `json:"unit,omitempty"`
 }
 
-// Row is a keyed row of values, one per column.
+// Row is a keyed row of values, one per column. A row whose values could
+// not be measured (a sweep point whose simulation failed or never ran)
+// says why in Error; its values are then NaN (written -1, shown "-").
 type Row struct {
 	Key    string    `json:"key"`
 	Values []float64 `json:"values"`
+	Error  string    `json:"error,omitempty"`
 }
 
 // Table is a keyed table, e.g. one row per flow or per switch port.
@@ -148,7 +151,7 @@ func (r *Result) WriteJSON(w io.Writer) error {
 			for k, x := range row.Values {
 				v[k] = finite(x)
 			}
-			c.Tables[i].Rows[j] = Row{Key: row.Key, Values: v}
+			c.Tables[i].Rows[j] = Row{Key: row.Key, Values: v, Error: row.Error}
 		}
 	}
 	enc := json.NewEncoder(w)
@@ -163,6 +166,10 @@ func finite(x float64) float64 {
 	}
 	return x
 }
+
+// MaxFile is the largest result file besim reads (merge, plot, compare)
+// and berun writes, in bytes.
+const MaxFile = 256 << 20
 
 // ReadJSON parses a result written by WriteJSON.
 func ReadJSON(rd io.Reader) (*Result, error) {
@@ -199,16 +206,37 @@ func header(c Column) string {
 	return c.Name + " (" + c.Unit + ")"
 }
 
+// HasErrors reports whether any row has an Error; the text, Markdown and
+// CSV forms of such a table end with an "error" column.
+func (t *Table) HasErrors() bool {
+	for _, r := range t.Rows {
+		if r.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrorColumn is the name of the trailing column that holds row errors.
+const ErrorColumn = "error"
+
 // WriteText writes t as an aligned text table.
 func (t *Table) WriteText(w io.Writer) error {
+	errs := t.HasErrors()
 	cells := [][]string{{t.KeyName}}
 	for _, c := range t.Columns {
 		cells[0] = append(cells[0], header(c))
+	}
+	if errs {
+		cells[0] = append(cells[0], ErrorColumn)
 	}
 	for _, r := range t.Rows {
 		line := []string{r.Key}
 		for _, v := range r.Values {
 			line = append(line, Num(v))
+		}
+		if errs {
+			line = append(line, r.Error)
 		}
 		cells = append(cells, line)
 	}
@@ -222,7 +250,9 @@ func (t *Table) WriteText(w io.Writer) error {
 	b.WriteString(t.Title + "\n")
 	for li, line := range cells {
 		for i, c := range line {
-			if i == 0 {
+			if i == len(line)-1 && errs && i > 0 {
+				fmt.Fprintf(&b, "  %s", c) // left-aligned, not padded
+			} else if i == 0 {
 				fmt.Fprintf(&b, "%-*s", width[i], c)
 			} else {
 				fmt.Fprintf(&b, "  %*s", width[i], c)
@@ -243,20 +273,30 @@ func (t *Table) WriteText(w io.Writer) error {
 
 // WriteMarkdown writes t as a GitHub Markdown table.
 func (t *Table) WriteMarkdown(w io.Writer) error {
+	errs := t.HasErrors()
 	var b strings.Builder
 	b.WriteString("| " + t.KeyName)
 	for _, c := range t.Columns {
 		b.WriteString(" | " + header(c))
 	}
+	if errs {
+		b.WriteString(" | " + ErrorColumn)
+	}
 	b.WriteString(" |\n|---")
 	for range t.Columns {
 		b.WriteString("|---:")
+	}
+	if errs {
+		b.WriteString("|---")
 	}
 	b.WriteString("|\n")
 	for _, r := range t.Rows {
 		b.WriteString("| " + r.Key)
 		for _, v := range r.Values {
 			b.WriteString(" | " + Num(v))
+		}
+		if errs {
+			b.WriteString(" | " + strings.ReplaceAll(strings.ReplaceAll(r.Error, "|", "\\|"), "\n", " "))
 		}
 		b.WriteString(" |\n")
 	}
@@ -266,16 +306,23 @@ func (t *Table) WriteMarkdown(w io.Writer) error {
 
 // WriteCSV writes t as CSV with full-precision values.
 func (t *Table) WriteCSV(w io.Writer) error {
+	errs := t.HasErrors()
 	var b strings.Builder
 	b.WriteString(csvField(t.KeyName))
 	for _, c := range t.Columns {
 		b.WriteString("," + csvField(header(c)))
+	}
+	if errs {
+		b.WriteString("," + ErrorColumn)
 	}
 	b.WriteString("\n")
 	for _, r := range t.Rows {
 		b.WriteString(csvField(r.Key))
 		for _, v := range r.Values {
 			b.WriteString("," + strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		if errs {
+			b.WriteString("," + csvField(r.Error))
 		}
 		b.WriteString("\n")
 	}
@@ -284,7 +331,7 @@ func (t *Table) WriteCSV(w io.Writer) error {
 }
 
 func csvField(s string) string {
-	if strings.ContainsAny(s, ",\"\n") {
+	if strings.ContainsAny(s, ",\"\n\r") {
 		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 	}
 	return s

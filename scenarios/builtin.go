@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/besim/besim/internal/fileio"
 )
 
 //go:embed builtin/*.yaml
@@ -86,11 +88,8 @@ func notFound(name string) error {
 // otherwise the name of an embedded scenario (see List), with or without
 // ".yaml".
 func Load(nameOrPath string) (*Scenario, error) {
-	if st, err := os.Stat(nameOrPath); err == nil {
-		if st.IsDir() {
-			return nil, fmt.Errorf("%s: is a directory, not a scenario file", nameOrPath)
-		}
-		data, err := os.ReadFile(nameOrPath)
+	if _, err := os.Stat(nameOrPath); err == nil {
+		data, err := fileio.ReadFile(nameOrPath, MaxFile, "scenario")
 		if err != nil {
 			return nil, err
 		}

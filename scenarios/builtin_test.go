@@ -125,7 +125,7 @@ func TestLoad(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("Load(unknown) = %v\nwant %s", err, want)
 	}
-	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "is a directory") {
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "not a regular file (a directory)") {
 		t.Errorf("Load(dir) = %v", err)
 	}
 	if _, err := Builtin("../decode.go"); err == nil {

@@ -16,6 +16,9 @@ import (
 // maxFileSize bounds a scenario file; real ones are a few KiB.
 const maxFileSize = 1 << 20
 
+// MaxFile is the largest scenario file, in bytes, Load and Parse accept.
+const MaxFile = maxFileSize
+
 // maxNodes bounds the nodes the schema check visits, counting alias
 // expansions, so that an alias bomb fails fast instead of eating memory.
 const maxNodes = 200_000

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/besim/besim/sim"
 )
 
 // This file holds the faults section: failures injected at given instants
@@ -61,6 +63,12 @@ var faultKeys = map[FaultKind][]string{
 	FaultPFCStorm:  {"host", "prio", "duration"},
 }
 
+// Link-flap bounds: each flap is two logged steps (the faults table).
+const (
+	MinFlapPeriod = Duration(sim.Microsecond)
+	MaxFlapCount  = 10000
+)
+
 // hostFault reports whether k needs the host models of a workload with
 // RPC recovery (kind failover).
 func (k FaultKind) hostFault() bool { return k == FaultHostCrash || k == FaultQPError }
@@ -110,6 +118,11 @@ func (v *validator) faults() {
 		if f.At < 0 || f.Duration < 0 || f.Period < 0 {
 			v.bad(p, "at, duration and period must be >= 0")
 		}
+		// A fault at or after the end of the measured interval never
+		// fires: say so rather than run without it.
+		if s.Duration > 0 && f.At >= s.Duration && s.present(p+".at") {
+			v.bad(p+".at", "%s is not before the end of the run (duration %s): the fault would never fire", f.At, s.Duration)
+		}
 		switch {
 		case f.Host != nil && (f.Switch != nil || f.Port != nil):
 			v.bad(p+".host", "give a host, or a switch and a port, not both")
@@ -131,6 +144,18 @@ func (v *validator) faults() {
 		case FaultLinkFlap:
 			if f.Duration <= 0 || f.Period <= f.Duration || f.Count < 1 {
 				v.bad(p, "a link-flap needs 0 < duration < period and count >= 1 (down for duration, every period, count times)")
+			} else if f.Period < MinFlapPeriod {
+				v.bad(p+".period", "%s is too short (at least %s)", f.Period, MinFlapPeriod)
+			} else if f.Count > MaxFlapCount {
+				v.bad(p+".count", "%d is too large (at most %d: each flap is a logged fault step)", f.Count, MaxFlapCount)
+			} else if s.Duration > 0 && f.At < s.Duration {
+				// Every flap must start before the end: the ones after
+				// it would never fire. This also bounds count by
+				// duration / period.
+				fit := int64((s.Duration-f.At-1)/f.Period) + 1
+				if int64(f.Count) > fit {
+					v.bad(p+".count", "%d flaps every %s from %s do not fit before the end of the run (duration %s): at most %d would fire", f.Count, f.Period, f.At, s.Duration, fit)
+				}
 			}
 		case FaultLoss:
 			if f.Drop < 0 || f.Corrupt < 0 || f.Drop+f.Corrupt > 1 || f.Drop+f.Corrupt == 0 {

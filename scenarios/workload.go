@@ -130,7 +130,11 @@ type Workload struct {
 	// HostsPerLeaf is the hosts under every leaf switch; default 32 (an
 	// assumption: a 32-port 25 Gb/s ToR).
 	HostsPerLeaf int `yaml:"hosts_per_leaf"`
-	Workers      int `yaml:"workers,omitempty"` // pulling hosts, all on leaf 0; default 1
+	// Spines is the spine switches of the derived leaf-spine; every leaf
+	// has one uplink (at fabric.links.uplink_rate) to each. Default
+	// DefaultSpines.
+	Spines  int `yaml:"spines"`
+	Workers int `yaml:"workers,omitempty"` // pulling hosts, all on leaf 0; default 1
 	// Servers is the number of parameter servers every worker pulls from
 	// (0: the victim alone, a baseline). Required.
 	Servers  int      `yaml:"servers"`
@@ -289,9 +293,23 @@ const (
 	defaultVictimDepth   = 16
 	defaultWorkloadWarm  = Duration(200 * sim.Microsecond)
 	maxWorkloadHosts     = 8192
-	maxOutstanding       = 1024
-	trafficPrio          = 3 // rnic.DefaultTrafficPrio: the priority the RNICs send on
+	// MaxSpines bounds workload.spines (a leaf's uplinks).
+	MaxSpines      = 64
+	maxOutstanding = 1024
+	trafficPrio    = 3 // rnic.DefaultTrafficPrio: the priority the RNICs send on
 )
+
+// DefaultSpines is workload.spines when unset: a leaf (ToR) with one
+// uplink to each of four spine switches, as in the public reference
+// design of a 25/40G-era fabric, Facebook's data center fabric (A.
+// Andreyev, "Introducing data center fabric, the next-generation Facebook
+// data center network", Facebook Engineering, November 2014): every rack
+// switch connects to the four fabric switches of its pod, 2:1
+// oversubscribed at 32 servers per rack. With fabric.links.uplink_rate
+// 100Gbps and 32 25 Gbps hosts per leaf that is the same 2:1. The paper
+// does not describe ByteDance's fabric; this is an assumption, and
+// results/table4 ships a sweep over it.
+const DefaultSpines = 4
 
 // WorkloadTopology is the topology an incast-pull workload runs on: a
 // leaf-spine of hosts_per_leaf-host leaves and one spine; leaf 0 holds the
@@ -301,17 +319,17 @@ const (
 func (w *Workload) WorkloadTopology() Topology {
 	hpl := max(w.HostsPerLeaf, 1)
 	if w.Kind == Failover {
-		return Topology{Kind: LeafSpine, Leaves: 3, HostsPerLeaf: max(w.HostsPerLeaf, w.Shards, w.Clients, 1), Spines: 1}
+		return Topology{Kind: LeafSpine, Leaves: 3, HostsPerLeaf: max(w.HostsPerLeaf, w.Shards, w.Clients, 1), Spines: max(w.Spines, 1)}
 	}
 	if w.Kind == PSCluster {
 		cl := max(1, (w.Rankers+w.Trainers+hpl-1)/hpl)
-		return Topology{Kind: LeafSpine, Leaves: max(2, cl+(w.Servers+hpl-1)/hpl), HostsPerLeaf: hpl, Spines: 1}
+		return Topology{Kind: LeafSpine, Leaves: max(2, cl+(w.Servers+hpl-1)/hpl), HostsPerLeaf: hpl, Spines: max(w.Spines, 1)}
 	}
 	n := w.Servers + w.BandwidthFlows
 	if w.VictimOn() {
 		n++
 	}
-	return Topology{Kind: LeafSpine, Leaves: 1 + max(1, (n+hpl-1)/hpl), HostsPerLeaf: hpl, Spines: 1}
+	return Topology{Kind: LeafSpine, Leaves: 1 + max(1, (n+hpl-1)/hpl), HostsPerLeaf: hpl, Spines: max(w.Spines, 1)}
 }
 
 // workloadEarly fills what the fabric and NIC defaults depend on: the
@@ -320,6 +338,7 @@ func (d *defaulter) workloadEarly() {
 	s := d.s
 	w := s.Workload
 	def(d, "workload.hosts_per_leaf", &w.HostsPerLeaf, defaultHostsPerLeaf)
+	def(d, "workload.spines", &w.Spines, DefaultSpines)
 	if w.Kind == PSCluster {
 		def(d, "workload.shards", &w.Shards, 8*w.Servers)
 	} else if w.Kind == Failover {
@@ -415,11 +434,11 @@ func (v *validator) workload() {
 	s := v.s
 	w := s.Workload
 	const p = "workload"
-	shared := []string{"kind", "servers", "hosts_per_leaf", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup"}
+	shared := []string{"kind", "servers", "hosts_per_leaf", "spines", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup"}
 	uses := map[WorkloadKind][]string{
 		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"),
 		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp"),
-		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
+		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "spines", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
 	}
 	switch w.Kind {
 	case IncastPull, PSCluster, Failover:
@@ -451,7 +470,7 @@ func (v *validator) workload() {
 	}
 	if s.present("fabric.topology") && s.Fabric.Topology != w.WorkloadTopology() {
 		t := w.WorkloadTopology()
-		v.bad("fabric.topology", "the topology is derived from the workload (leaf-spine, %d leaves x %d hosts, 1 spine); omit fabric.topology", t.Leaves, t.HostsPerLeaf)
+		v.bad("fabric.topology", "the topology is derived from the workload (leaf-spine, %d leaves x %d hosts, %d spines); omit fabric.topology (set workload.hosts_per_leaf and workload.spines)", t.Leaves, t.HostsPerLeaf, t.Spines)
 	}
 	if len(s.Flows) > 0 || s.present("flows") {
 		v.bad("flows", "not used with a workload (its traffic comes from the workload section)")
@@ -470,6 +489,7 @@ func (v *validator) workload() {
 		v.bad("fabric.priorities", "a workload's RNICs send on priority %d: declare it (lossless, for PFC)", trafficPrio)
 	}
 	v.countRange(p+".hosts_per_leaf", w.HostsPerLeaf, 2, 256)
+	v.countRange(p+".spines", w.Spines, 1, MaxSpines)
 	if w.Kind == PSCluster {
 		v.countRange(p+".servers", w.Servers, 1, maxWorkloadHosts)
 		v.countRange(p+".shards", w.Shards, 1, 1<<24)
@@ -565,6 +585,7 @@ func (v *validator) failover() {
 		v.bad("hosts.nic", "%s: a workload runs the ByteExpress core on simulated RNICs (hosts.nic: rnic)", s.Hosts.NIC)
 	}
 	v.countRange(p+".hosts_per_leaf", w.HostsPerLeaf, 2, 256)
+	v.countRange(p+".spines", w.Spines, 1, MaxSpines)
 	v.countRange(p+".shards", w.Shards, 1, w.HostsPerLeaf)
 	v.countRange(p+".clients", w.Clients, 1, w.HostsPerLeaf)
 	if w.Request < 24 || w.Request > 1<<20 {

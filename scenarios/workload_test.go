@@ -16,7 +16,7 @@ func TestWorkloadBuiltin(t *testing.T) {
 		if w == nil || w.Kind != IncastPull || !w.Window.None || w.Fragment != 4*KiB || !w.VictimOn() {
 			t.Fatalf("%s: workload %+v", name, w)
 		}
-		if tp := s.Fabric.Topology; tp.Kind != LeafSpine || tp.Spines != 1 || tp.HostsPerLeaf != 32 ||
+		if tp := s.Fabric.Topology; tp.Kind != LeafSpine || tp.Spines != DefaultSpines || tp.HostsPerLeaf != 32 ||
 			tp.Leaves != 1+(w.Servers+1+31)/32 {
 			t.Errorf("%s: derived topology %+v", name, tp)
 		}
@@ -98,7 +98,7 @@ func TestPSClusterWorkload(t *testing.T) {
 	if w.Kind != PSCluster || w.Shards != 128 || w.Push == nil || w.Push.Mean != 20*KB || w.Compute == nil {
 		t.Errorf("ps-cluster: %+v", w)
 	}
-	if tp := s.Fabric.Topology; tp.Leaves != 2 || tp.HostsPerLeaf != 32 {
+	if tp := s.Fabric.Topology; tp.Leaves != 2 || tp.HostsPerLeaf != 32 || tp.Spines != DefaultSpines {
 		t.Errorf("topology %+v", tp)
 	}
 	base := strings.Replace(workloadYAML, "kind: incast-pull", "kind: ps-cluster\n  rankers: 2", 1)
@@ -119,6 +119,8 @@ func TestPSClusterWorkload(t *testing.T) {
 		{"rankers: 2", "rankers: 2\n  ack_timeout: 0", "workload.ack_timeout: 0 is not allowed (must be >= 1)"},
 		{"rankers: 2", "rankers: 2\n  ack_timeout: 32", "workload.ack_timeout: 32 is too large (at most 31)"},
 		{"rankers: 2", "rankers: 2\n  ack_timeout: 67ms", "workload.ack_timeout"},
+		{"rankers: 2", "rankers: 2\n  spines: 0", "workload.spines: 0 is not allowed (omit the key for the default, 4)"},
+		{"rankers: 2", "rankers: 2\n  spines: 65", "workload.spines: 65 is too large (at most 64)"},
 	} {
 		_, err := Parse("w.yaml", []byte(strings.Replace(base, c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -176,11 +178,42 @@ func TestFaultsSection(t *testing.T) {
 		{qu, "max_req_failures: 5", "max_req_failures: 0", "workload.rpc.max_req_failures"},
 		{qu, "quarantine_window: 150ms", "quarantine_window: 0s", "workload.rpc.quarantine_window: 0s is not allowed"},
 		{qu, "probe_interval: 50ms", "probe_intervall: 50ms", "probe_intervall"},
+		// A fault that would never fire (at or after the end) is refused,
+		// whatever the workload; so are flaps that do not fit.
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: host-crash, at: 150ms, host: 8}", "faults[0].at: 150ms is not before the end of the run (duration 150ms): the fault would never fire"},
+		{fo, "duration: 150ms", "duration: 2ms", "faults[0].at: 5ms is not before the end of the run (duration 2ms)"},
+		{storm, "{kind: pfc-storm, at: 10ms, host: 0, prio: 3}", "{kind: pfc-storm, at: 10s, host: 0, prio: 3}", "the fault would never fire"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1ps, period: 2ps, count: 1000000000}", "faults[0].period: 2ps is too short (at least 1us)"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1us, period: 2us, count: 1000000000}", "faults[0].count: 1000000000 is too large (at most 10000"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1ms, period: 50ms, count: 4}", "faults[0].count: 4 flaps every 50ms from 5ms do not fit before the end of the run (duration 150ms): at most 3 would fire"},
 		{storm, "{kind: pfc-storm, at: 10ms, host: 0, prio: 3}", "{kind: host-crash, at: 10ms, host: 0}", "host-crash needs hosts with the RPC recovery layer: use workload kind failover"},
 	} {
 		_, err := Parse("f.yaml", []byte(strings.Replace(string(c.src), c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want %q", c.new, err, c.want)
 		}
+	}
+}
+
+// workload.spines reaches the derived topology of every workload kind.
+func TestWorkloadSpines(t *testing.T) {
+	for _, kind := range []string{"kind: incast-pull", "kind: ps-cluster\n  rankers: 2"} {
+		y := strings.Replace(workloadYAML, "kind: incast-pull", kind+"\n  spines: 6", 1)
+		s, err := Parse("w.yaml", []byte(y))
+		if err != nil {
+			t.Errorf("%s: %v", kind, err)
+			continue
+		}
+		if tp := s.Fabric.Topology; tp.Spines != 6 {
+			t.Errorf("%s: topology %+v, want 6 spines", kind, tp)
+		}
+	}
+	data, err := Builtin("failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Parse("failover", []byte(strings.Replace(string(data), "kind: failover", "kind: failover\n  spines: 6", 1)))
+	if err != nil || s.Fabric.Topology.Spines != 6 {
+		t.Errorf("failover: %v, topology %+v", err, s)
 	}
 }

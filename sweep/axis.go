@@ -72,6 +72,14 @@ func ParseAxis(s string) (Axis, error) {
 	if len(a.Values) > maxValues {
 		return Axis{}, fmt.Errorf("--set %s: more than %d values", s, maxValues)
 	}
+	// A value given twice would run the same point twice.
+	seen := make(map[string]bool, len(a.Values))
+	for _, v := range a.Values {
+		if seen[v] {
+			return Axis{}, fmt.Errorf("--set %s: value %s given twice (each value is one point)", s, v)
+		}
+		seen[v] = true
+	}
 	return a, nil
 }
 

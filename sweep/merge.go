@@ -72,7 +72,7 @@ func Merge(parts []*report.Result) (*report.Result, error) {
 			all[p.shard.I+k*n] = o
 		}
 	}
-	return assemble(ps[0].m, Shard{}, all, sims), nil
+	return assemble(ps[0].m, Shard{}, all, sims), incomplete(all, false)
 }
 
 // split takes a sweep result file apart into what assemble needs.
@@ -111,7 +111,7 @@ func split(r *report.Result) (m meta, shard Shard, sims int, outs []outcome, err
 		if len(row.Values) != len(m.table.Columns) {
 			return m, shard, 0, nil, fmt.Errorf("row %q has %d values for %d columns", row.Key, len(row.Values), len(m.table.Columns))
 		}
-		outs[i] = outcome{key: row.Key, values: row.Values}
+		outs[i] = outcome{key: row.Key, values: row.Values, err: row.Error}
 		keys[i] = row.Key
 	}
 	owner := func(name string) int {
@@ -144,7 +144,9 @@ func split(r *report.Result) (m meta, shard Shard, sims int, outs []outcome, err
 	for _, note := range r.Notes {
 		if i := owner(note); i >= 0 {
 			outs[i].notes = append(outs[i].notes, note)
-		} else if note != sn {
+		} else if d, ok := strings.CutPrefix(note, noteDigest); ok {
+			m.digest = d
+		} else if note != sn && !strings.HasPrefix(note, notePartial) && !strings.HasPrefix(note, noteFailed) {
 			m.notes = append(m.notes, note)
 		}
 	}
@@ -155,6 +157,8 @@ func sameMeta(a, b meta) error {
 	switch {
 	case a.tool != b.tool || a.scenario != b.scenario || a.seed != b.seed || a.duration != b.duration:
 		return fmt.Errorf("scenario %s seed %d (%s) vs %s seed %d (%s)", a.scenario, a.seed, a.duration, b.scenario, b.seed, b.duration)
+	case a.digest != b.digest:
+		return fmt.Errorf("different sweep definitions (scenario source, axes or their values; digest %s vs %s)", orNone(a.digest), orNone(b.digest))
 	case a.points != b.points:
 		return fmt.Errorf("%d vs %d points", a.points, b.points)
 	case a.table.Name != b.table.Name || a.table.Title != b.table.Title || a.table.KeyName != b.table.KeyName || !slices.Equal(a.table.Columns, b.table.Columns):
@@ -163,4 +167,11 @@ func sameMeta(a, b meta) error {
 		return fmt.Errorf("different descriptions (%q vs %q)", strings.Join(a.notes, "; "), strings.Join(b.notes, "; "))
 	}
 	return nil
+}
+
+func orNone(d string) string {
+	if d == "" {
+		return "none"
+	}
+	return d
 }

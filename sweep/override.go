@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/scenarios"
 )
 
@@ -31,11 +32,8 @@ type Base struct {
 func Load(nameOrPath string) (*Base, error) {
 	var file string
 	var data []byte
-	if st, err := os.Stat(nameOrPath); err == nil {
-		if st.IsDir() {
-			return nil, fmt.Errorf("%s: is a directory, not a scenario file", nameOrPath)
-		}
-		if data, err = os.ReadFile(nameOrPath); err != nil {
+	if _, err := os.Stat(nameOrPath); err == nil {
+		if data, err = fileio.ReadFile(nameOrPath, scenarios.MaxFile, "scenario"); err != nil {
 			return nil, err
 		}
 		file = nameOrPath

@@ -1,10 +1,13 @@
 package sweep
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +35,10 @@ type Options struct {
 	Keep bool
 	// Progress, if set, is called after each point, never concurrently.
 	Progress func(Progress)
+	// Stop, when closed (on SIGINT), ends the run early: no new point
+	// starts, points in flight are abandoned, and Run and RunSearch return
+	// the finished points with an *Incomplete error (Interrupted).
+	Stop <-chan struct{}
 }
 
 // Progress is reported after each finished point.
@@ -58,7 +65,10 @@ func (st *Stats) add(t report.Timing) {
 }
 
 // Simulate builds and runs one scenario. The result has no Timing (it is
-// returned apart); a panic inside the models becomes an error.
+// returned apart); a panic inside the models becomes an error. A scenario
+// that cannot be built, or whose run fails, returns an error (and, when
+// the run failed, also the result with its note): a sweep records such a
+// point as failed rather than as a row of missing metrics.
 func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -69,9 +79,6 @@ func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err e
 	if err != nil {
 		return nil, t, err
 	}
-	// A point whose workload failed is recorded: its result has the note
-	// and no metrics, so a search does not read it as "no PFC"; the
-	// error itself is on the note.
 	r, runErr := x.Run()
 	if r == nil {
 		return nil, t, runErr
@@ -80,30 +87,111 @@ func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err e
 		t = *r.Timing
 	}
 	r.Timing = nil
-	return r, t, nil
+	return r, t, runErr
 }
 
-// pointErr names the point of an error that does not name its overrides
-// already (the base point has none).
-func pointErr(p Point, err error) error {
-	if len(p.Set) == 0 {
-		return fmt.Errorf("point %s: %w", p.Key(), err)
-	}
-	return err
+// FailedPoint is a point of a sweep or search whose simulation could not
+// be built or run (or, in an interrupted run, never finished).
+type FailedPoint struct {
+	Key string // the point's key, "k1=v1,k2=v2"
+	Err string
 }
+
+// Incomplete is the error Run and RunSearch return together with their
+// result when some points have no measurement: each failed point is a row
+// with its Error set (and NaN values), and the caller should write the
+// result and exit non-zero. Interrupted means Options.Stop ended the run
+// early; its unfinished points are rows with ErrNotRun.
+type Incomplete struct {
+	Failed      []FailedPoint // in point order, interrupted ones included
+	Points      int           // points in this run (its shard)
+	Interrupted bool
+}
+
+// ErrNotRun is the row error of a point an interrupted run did not finish.
+const ErrNotRun = "not run: the sweep was interrupted before this point finished"
+
+func (e *Incomplete) Error() string {
+	var b strings.Builder
+	failed := 0
+	for _, f := range e.Failed {
+		if f.Err != ErrNotRun {
+			failed++
+		}
+	}
+	if e.Interrupted {
+		fmt.Fprintf(&b, "interrupted: %d of %d points finished; the result is partial", e.Points-len(e.Failed)+failed, e.Points)
+		if failed > 0 {
+			fmt.Fprintf(&b, ", and %d failed", failed)
+		}
+	} else {
+		fmt.Fprintf(&b, "%d of %d points failed", failed, e.Points)
+	}
+	for _, f := range e.Failed {
+		if f.Err == ErrNotRun {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  point %s: %s", f.Key, f.Err)
+	}
+	return b.String()
+}
+
+// incomplete collects the failed rows of outs into an *Incomplete, or nil.
+func incomplete(outs []outcome, interrupted bool) error {
+	e := &Incomplete{Points: len(outs), Interrupted: interrupted}
+	for _, o := range outs {
+		if o.err != "" {
+			e.Failed = append(e.Failed, FailedPoint{Key: o.key, Err: o.err})
+		}
+	}
+	if len(e.Failed) == 0 && !interrupted {
+		return nil
+	}
+	return e
+}
+
+// Prefixes of the notes assemble adds to an incomplete file or a shard
+// (Merge drops and recomputes them).
+const (
+	noteDigest  = "sweep definition digest (scenario source, axes and values; besim merge compares it): "
+	notePartial = "PARTIAL: "
+	noteFailed  = "FAILED: "
+)
+
+// Result metric names of an incomplete sweep file (absent when 0).
+const (
+	MetricFailed      = "sweep/failed"      // points whose simulation failed
+	MetricInterrupted = "sweep/interrupted" // points not run because the run was interrupted
+)
 
 // forEach runs f(0..n-1) on jobs goroutines. Indices are handed out in
 // order and handing out stops at the first failure, so the error returned
 // (that of the lowest failing index) does not depend on scheduling. done is
 // called with the index after each success, serialized.
-func forEach(n, jobs int, f func(i int) error, done func(i int)) error {
+//
+// When stop is closed forEach hands out no more indices and returns at
+// once with errStopped, without waiting for the calls in flight (their
+// goroutines finish in the background and must only write their own
+// index's slot). finished then says which indices completed before the
+// stop; it is a copy taken under the lock that serializes done, so what
+// f wrote for those indices is visible to the caller.
+func forEach(n, jobs int, stop <-chan struct{}, f func(i int) error, done func(i int)) (finished []bool, err error) {
 	if jobs <= 0 {
 		jobs = runtime.GOMAXPROCS(0)
 	}
 	jobs = max(1, min(jobs, n))
 	errs := make([]error, n)
+	fin := make([]bool, n)
 	var mu sync.Mutex
 	next, failed := 0, false
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
 	var wg sync.WaitGroup
 	for range jobs {
 		wg.Add(1)
@@ -111,7 +199,7 @@ func forEach(n, jobs int, f func(i int) error, done func(i int)) error {
 			defer wg.Done()
 			for {
 				mu.Lock()
-				if failed || next >= n {
+				if failed || next >= n || stopped() {
 					mu.Unlock()
 					return
 				}
@@ -123,21 +211,40 @@ func forEach(n, jobs int, f func(i int) error, done func(i int)) error {
 				if err != nil {
 					errs[i] = err
 					failed = true
-				} else if done != nil {
-					done(i)
+				} else {
+					fin[i] = true
+					if done != nil {
+						done(i)
+					}
 				}
 				mu.Unlock()
 			}
 		}()
 	}
-	wg.Wait()
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	select {
+	case <-all:
+		if stopped() && slices.Contains(fin, false) {
+			return fin, errStopped
+		}
+	case <-stop:
+		mu.Lock()
+		failed = true
+		snap := append([]bool(nil), fin...)
+		mu.Unlock()
+		return snap, errStopped
+	}
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return fin, err
 		}
 	}
-	return nil
+	return fin, nil
 }
+
+// errStopped is forEach's error when Options.Stop was closed.
+var errStopped = fmt.Errorf("sweep: stopped")
 
 func (o *Options) jobs() int {
 	if o.Jobs <= 0 {
@@ -149,6 +256,7 @@ func (o *Options) jobs() int {
 // outcome is what one point contributes to a result file.
 type outcome struct {
 	key    string
+	err    string // the point failed (or never ran): its row's Error
 	values []float64
 	sims   int
 	tables []report.Table
@@ -165,11 +273,36 @@ type meta struct {
 	table    report.Table // name, title, key name, columns; no rows
 	notes    []string     // general notes, before the points' own
 	points   int          // in the whole sweep
+	digest   string       // of the sweep's definition: written in shards, compared by Merge
 }
 
-func newMeta(b *Base) meta {
+func newMeta(b *Base, def ...string) meta {
 	s := b.Scenario
-	return meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String()}
+	return meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String(), digest: digest(b, def...)}
+}
+
+// digest identifies a sweep's definition: the scenario's source and each
+// part of def (axis keys and values, a search's range and predicate), so
+// that Merge refuses shards of different sweeps even when their axes have
+// the same names and counts.
+func digest(b *Base, def ...string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:", len(b.Data))
+	h.Write(b.Data)
+	for _, d := range def {
+		fmt.Fprintf(h, "%d:%s", len(d), d)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// axesDef is the part of a sweep's definition its axes contribute.
+func axesDef(axes []Axis) []string {
+	var def []string
+	for _, a := range axes {
+		def = append(def, "axis", a.Key)
+		def = append(def, a.Values...)
+	}
+	return def
 }
 
 // Result metric names of a sweep file.
@@ -186,19 +319,41 @@ func assemble(m meta, shard Shard, outs []outcome, sims int) *report.Result {
 	r := &report.Result{Tool: m.tool, Scenario: m.scenario, Seed: m.seed, Duration: m.duration}
 	t := m.table
 	t.Rows = nil
+	failed, notRun := 0, 0
 	for _, o := range outs {
 		t.AddRow(o.key, o.values...)
+		if o.err != "" {
+			t.Rows[len(t.Rows)-1].Error = o.err
+			if o.err == ErrNotRun {
+				notRun++
+			} else {
+				failed++
+			}
+		}
 	}
 	r.Add(MetricPoints, float64(m.points), "")
 	r.Add(MetricSimulations, float64(sims), "")
+	if failed > 0 {
+		r.Add(MetricFailed, float64(failed), "")
+	}
+	if notRun > 0 {
+		r.Add(MetricInterrupted, float64(notRun), "")
+	}
 	if !shard.Whole() {
 		r.Add(MetricShard, float64(shard.I), "")
 		r.Add(MetricShards, float64(shard.N), "")
 	}
 	r.Tables = append(r.Tables, t)
 	r.Notes = append(r.Notes, m.notes...)
+	if notRun > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf(notePartial+"the run was interrupted; %d of %d points of this file did not finish (rows with error %q)", notRun, len(outs), ErrNotRun))
+	}
+	if failed > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf(noteFailed+"%d of %d points of this file failed; their rows give the error", failed, len(outs)))
+	}
 	if !shard.Whole() {
 		r.Notes = append(r.Notes, shardNote(shard, m.points))
+		r.Notes = append(r.Notes, noteDigest+m.digest)
 	}
 	for _, o := range outs {
 		r.Tables = append(r.Tables, o.tables...)
@@ -369,7 +524,7 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 	}
 	// Load every point before simulating any, so a bad value fails fast.
 	scs := make([]*loaded, len(pts))
-	if err := forEach(len(pts), opt.Jobs, func(i int) error {
+	if _, err := forEach(len(pts), opt.Jobs, nil, func(i int) error {
 		l, err := b.load(pts[i].Set)
 		scs[i] = l
 		return err
@@ -377,7 +532,7 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 		return nil, st, err
 	}
 
-	m := newMeta(b)
+	m := newMeta(b, axesDef(axes)...)
 	m.points = len(all)
 	m.table = report.Table{Name: "sweep", Title: fmt.Sprintf("Sweep of %s over %s", m.scenario, describeAxes(axes)), KeyName: "point"}
 	m.notes = []string{fmt.Sprintf("sweep of %s: %d points over %s, each simulated for %s with seed %d unless set", m.scenario, len(all), describeAxes(axes), m.duration, m.seed)}
@@ -394,7 +549,7 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 		}
 		r, t, err := Simulate(l.s)
 		if err != nil {
-			return nil, st, pointErr(all[0], l.explain(err))
+			return nil, st, fmt.Errorf("point %s failed, so this shard cannot learn the sweep's columns from it (name them with --metrics): %w", all[0].Key(), l.explain(err))
 		}
 		st.add(t)
 		if cols, err = selectColumns(opt.Metrics, r); err != nil {
@@ -403,11 +558,15 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 		colsReady = true
 	}
 	results := make([]*report.Result, len(pts))
+	errs := make([]string, len(pts))
 	prog := &progress{opt: &opt, total: len(pts), start: start}
-	err = forEach(len(pts), opt.Jobs, func(i int) error {
+	finished, err := forEach(len(pts), opt.Jobs, opt.Stop, func(i int) error {
 		r, t, err := Simulate(scs[i].s)
 		if err != nil {
-			return pointErr(pts[i], scs[i].explain(err))
+			// A failed point is a row with its error, not the end of
+			// the sweep; its metrics are not read.
+			errs[i] = scs[i].explain(err).Error()
+			r = nil
 		}
 		mu.Lock()
 		st.add(t)
@@ -415,29 +574,74 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 		results[i] = r
 		return nil
 	}, func(int) { prog.point(1) })
-	if err != nil {
+	interrupted := err == errStopped
+	if err != nil && !interrupted {
 		return nil, st, err
 	}
+	// After an interrupt, points in flight still run in the background:
+	// read only the finished ones, and Stats under the lock.
+	res := make([]*report.Result, len(pts))
+	why := make([]string, len(pts))
+	ok := make([]*report.Result, 0, len(pts))
+	for i := range pts {
+		if !finished[i] {
+			why[i] = ErrNotRun
+			continue
+		}
+		res[i], why[i] = results[i], errs[i]
+		if res[i] != nil {
+			ok = append(ok, res[i])
+		}
+	}
+	results, errs = res, why
+	mu.Lock()
+	stCopy := st
+	mu.Unlock()
+	st = stCopy
 	switch {
 	case colsReady:
 	case literal(opt.Metrics) && len(opt.Metrics) > 0:
-		if cols, err = literalColumns(opt.Metrics, results); err != nil {
+		if len(ok) > 0 {
+			if cols, err = literalColumns(opt.Metrics, ok); err != nil {
+				return nil, st, err
+			}
+		} else {
+			for _, n := range opt.Metrics {
+				cols = append(cols, report.Column{Name: n})
+			}
+		}
+	case len(ok) == 0:
+		// Nothing ran: no columns to learn; the rows say why.
+	case results[0] != nil || opt.Shard.Whole():
+		// Point 0 comes first in this run; when it failed, the first
+		// point that ran gives the columns.
+		if cols, err = selectColumns(opt.Metrics, ok[0]); err != nil {
 			return nil, st, err
 		}
-	default: // this run has point 0, and it comes first
-		if cols, err = selectColumns(opt.Metrics, results[0]); err != nil {
-			return nil, st, err
-		}
+	default:
+		return nil, st, fmt.Errorf("point %s failed, so this shard cannot learn the sweep's columns from it (name them with --metrics): %s", pts[0].Key(), errs[0])
 	}
 	m.table.Columns = cols
 	outs := make([]outcome, len(pts))
 	for i, r := range results {
-		o := outcome{key: pts[i].Key(), values: row(cols, r), sims: 1}
-		if opt.Keep {
-			keep(&o, "", r)
+		o := outcome{key: pts[i].Key(), sims: 1, err: errs[i]}
+		if r == nil {
+			o.values = row(cols, &report.Result{})
+			if errs[i] == ErrNotRun {
+				o.sims = 0
+			}
+		} else {
+			o.values = row(cols, r)
+			if opt.Keep {
+				keep(&o, "", r)
+			}
 		}
 		outs[i] = o
 	}
+	sims := 0
+	for _, o := range outs {
+		sims += o.sims
+	}
 	st.Wall = time.Since(start).Seconds()
-	return assemble(m, opt.Shard, outs, len(outs)), st, nil
+	return assemble(m, opt.Shard, outs, sims), st, incomplete(outs, interrupted)
 }

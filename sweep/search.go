@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -143,7 +144,7 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		}
 	}
 	// Check that both ends load for every point before simulating.
-	if err := forEach(len(pts), opt.Jobs, func(i int) error {
+	if _, err := forEach(len(pts), opt.Jobs, nil, func(i int) error {
 		for _, v := range []int64{s.Lo, s.Hi} {
 			if _, err := b.Apply(append(clone(pts[i].Set), Override{s.Key, s.value(v)})); err != nil {
 				return err
@@ -154,7 +155,7 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		return nil, st, err
 	}
 
-	m := newMeta(b)
+	m := newMeta(b, append(axesDef(axes), "search", s.Key, s.value(s.Lo), s.value(s.Hi), s.Until.String())...)
 	m.points = len(all)
 	unit := s.Unit
 	if strings.HasSuffix(s.Key, lenSuffix) {
@@ -172,7 +173,7 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 	var mu sync.Mutex
 	outs := make([]outcome, len(pts))
 	prog := &progress{opt: &opt, total: len(pts), start: start}
-	err = forEach(len(pts), opt.Jobs, func(i int) error {
+	finished, err := forEach(len(pts), opt.Jobs, opt.Stop, func(i int) error {
 		p := pts[i]
 		var tried []probe
 		eval := func(v int64) (probe, error) {
@@ -181,12 +182,16 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 				return probe{}, err
 			}
 			r, t, err := Simulate(l.s)
-			if err != nil {
-				return probe{}, l.explain(err)
-			}
 			mu.Lock()
 			st.add(t)
 			mu.Unlock()
+			if err != nil {
+				msg := l.explain(err).Error()
+				if at := s.Key + "=" + s.value(v); !strings.Contains(msg, at) {
+					msg = at + ": " + msg
+				}
+				return probe{}, &probeErr{msg}
+			}
 			holds, x, err := s.Until.Eval(r)
 			if err != nil {
 				return probe{}, err
@@ -200,18 +205,31 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 			tried = append(tried, pr)
 			return pr, nil
 		}
+		o := outcome{key: p.Key()}
+		nan := math.NaN()
+		// A simulation that fails makes the point a failed row: its
+		// error names the value tried; the other points go on.
+		failed := func(err error) error {
+			var pe *probeErr
+			if !errors.As(err, &pe) {
+				return err
+			}
+			o.err = pe.msg
+			o.sims = len(tried) + 1
+			o.values = []float64{nan, nan, nan, nan, float64(o.sims)}
+			outs[i] = o
+			return nil
+		}
 		lo, err := eval(s.Lo)
 		if err != nil {
-			return err
+			return failed(err)
 		}
 		var hi probe
 		if s.Hi == s.Lo {
 			hi = lo
 		} else if hi, err = eval(s.Hi); err != nil {
-			return err
+			return failed(err)
 		}
-		o := outcome{key: p.Key()}
-		nan := math.NaN()
 		var why string
 		var last, first *probe
 		switch {
@@ -228,7 +246,7 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 			for z.v-a.v > 1 {
 				mid, err := eval(a.v + (z.v-a.v)/2)
 				if err != nil {
-					return err
+					return failed(err)
 				}
 				if mid.holds {
 					z = mid
@@ -261,8 +279,26 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		outs[i] = o
 		return nil
 	}, func(i int) { prog.point(outs[i].sims) })
-	if err != nil {
+	interrupted := err == errStopped
+	if err != nil && !interrupted {
 		return nil, st, err
+	}
+	if interrupted {
+		// Points in flight go on in the background: keep only the
+		// finished ones.
+		mu.Lock()
+		stCopy, unit := st, munit
+		mu.Unlock()
+		st, munit = stCopy, unit
+		done := make([]outcome, len(pts))
+		for i := range pts {
+			if finished[i] {
+				done[i] = outs[i]
+			} else {
+				done[i] = outcome{key: pts[i].Key(), err: ErrNotRun, values: []float64{math.NaN(), math.NaN(), math.NaN(), math.NaN(), 0}}
+			}
+		}
+		outs = done
 	}
 	m.table.Columns = []report.Column{
 		{Name: ColLargest, Unit: unit}, {Name: ColFirstTrue, Unit: unit},
@@ -275,7 +311,13 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		sims += o.sims
 	}
 	st.Wall = time.Since(start).Seconds()
-	return assemble(m, opt.Shard, outs, sims), st, nil
+	return assemble(m, opt.Shard, outs, sims), st, incomplete(outs, interrupted)
 }
+
+// probeErr is a simulation of a search that failed (as opposed to an
+// error that ends the whole search, such as a metric that does not exist).
+type probeErr struct{ msg string }
+
+func (e *probeErr) Error() string { return e.msg }
 
 func clone(s []Override) []Override { return append([]Override(nil), s...) }

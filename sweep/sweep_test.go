@@ -38,6 +38,8 @@ func TestParseAxis(t *testing.T) {
 		{in: "seed=5..1", err: "ends before it starts"},
 		{in: "seed=1..100000", err: "more than 10000 values"},
 		{in: "flows[0].src=[0,1", err: "unbalanced"},
+		{in: "seed=1,1", err: "value 1 given twice"},
+		{in: "seed=1..3,2", err: "value 2 given twice"},
 	}
 	for _, tc := range tests {
 		a, err := ParseAxis(tc.in)
@@ -484,7 +486,7 @@ func TestShardDefaultColumns(t *testing.T) {
 
 func TestForEachReportsLowestError(t *testing.T) {
 	for range 20 {
-		err := forEach(50, 4, func(i int) error {
+		_, err := forEach(50, 4, nil, func(i int) error {
 			if i == 7 || i == 30 {
 				return fmt.Errorf("point %d", i)
 			}

@@ -24,7 +24,7 @@ func TestIncastScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scen := []byte(strings.Replace(string(data), "servers: 32", "servers: 8", 1))
+	scen := []byte(strings.Replace(string(data), "servers: 64", "servers: 8", 1))
 	var agents []*agentProc
 	for _, n := range []string{"h1", "h2", "h3"} {
 		agents = append(agents, startAgent(t, n, "127.0.0.1:0", tok))

@@ -87,7 +87,7 @@ func TestFromIncastScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := scenarios.Builtin("fig14-incast")
-	scen := []byte(strings.Replace(string(data), "servers: 32", "servers: 5\n  bandwidth_flows: 2", 1))
+	scen := []byte(strings.Replace(string(data), "servers: 64", "servers: 5\n  bandwidth_flows: 2", 1))
 	p, err := FromScenario("fig14.yaml", scen, hs, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)

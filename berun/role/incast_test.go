@@ -17,7 +17,7 @@ func incastSpecs(t *testing.T, servers, workers int, transport string) []Spec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	small := strings.NewReplacer("servers: 32", "servers: "+strconv.Itoa(servers), "workers: 1", "workers: "+strconv.Itoa(workers),
+	small := strings.NewReplacer("servers: 64", "servers: "+strconv.Itoa(servers), "workers: 1", "workers: "+strconv.Itoa(workers),
 		"warmup: 200us", "warmup: 50ms").Replace(string(data))
 	if !strings.Contains(small, "servers: "+strconv.Itoa(servers)) {
 		t.Fatal("fig14-incast changed: cannot cut it down")

@@ -3,8 +3,9 @@ package wire
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
+
+	"github.com/besim/besim/internal/fileio"
 )
 
 // Token bounds and source.
@@ -30,12 +31,9 @@ type Token struct {
 func LoadToken(file string) (*Token, error) {
 	t := &Token{}
 	if file != "" {
-		f, err := os.Open(file)
-		if err != nil {
-			return nil, fmt.Errorf("token file: %w", err)
-		}
-		defer f.Close()
-		st, err := f.Stat()
+		// Stat first (a FIFO would block the open) and read a regular
+		// file only, up to a bound.
+		st, err := os.Stat(file)
 		if err != nil {
 			return nil, fmt.Errorf("token file: %w", err)
 		}
@@ -45,7 +43,7 @@ func LoadToken(file string) (*Token, error) {
 		if st.Mode().Perm()&0o077 != 0 {
 			t.Warning = fmt.Sprintf("token file %s is readable by others (mode %v); chmod 600 it", file, st.Mode().Perm())
 		}
-		b, err := io.ReadAll(io.LimitReader(f, 4*MaxTokenLen+1))
+		b, err := fileio.ReadFile(file, 4*MaxTokenLen, "token file")
 		if err != nil {
 			return nil, fmt.Errorf("token file: %w", err)
 		}

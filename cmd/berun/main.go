@@ -17,6 +17,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,7 @@ import (
 	"github.com/besim/besim/berun/role"
 	"github.com/besim/besim/berun/selftest"
 	"github.com/besim/besim/berun/wire"
+	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/verbs/ibv"
 )
@@ -223,7 +225,7 @@ or a berun role plan:
 		fs.Usage()
 		return 2
 	}
-	hs, err := plan.LoadHosts(*hostsFile)
+	hs, err := loadHosts(*hostsFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "berun run: %v\n", err)
 		return 2
@@ -246,6 +248,12 @@ or a berun role plan:
 	if !ok {
 		return 1
 	}
+	// Check the output folder before contacting any host: a run whose
+	// result cannot be written is a run thrown away.
+	if err := fileio.CheckWritable(*out, true); err != nil {
+		fmt.Fprintf(stderr, "berun run: --out %s: %v\n", *out, err)
+		return 2
+	}
 	logf := log.New(stderr, "berun run: ", log.Ltime|log.Lmicroseconds).Printf
 	if *quiet {
 		logf = func(string, ...any) {}
@@ -260,8 +268,16 @@ or a berun role plan:
 	}
 	path, err := rf.Write(*out)
 	if err != nil {
-		fmt.Fprintf(stderr, "berun run: writing the result: %v\n", err)
-		return 1
+		// The folder was writable when the run started; keep the
+		// result somewhere rather than lose the run.
+		fmt.Fprintf(stderr, "berun run: writing the result into %s: %v\n", *out, err)
+		path, err = rf.Write(os.TempDir())
+		if err != nil {
+			fmt.Fprintf(stderr, "berun run: writing the result into %s: %v\n", os.TempDir(), err)
+			fmt.Fprint(stdout, controller.Summary(rf))
+			return 1
+		}
+		fmt.Fprintf(stderr, "berun run: the result is in %s instead\n", path)
 	}
 	fmt.Fprint(stdout, controller.Summary(rf))
 	fmt.Fprintf(stdout, "result: %s\n", path)
@@ -285,15 +301,22 @@ or a berun role plan:
 	return 1
 }
 
-// loadPlan reads a berun role plan, or maps a besim scenario onto the
-// hosts (plan.FromScenario).
-func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) (*plan.Plan, error) {
-	data, err := os.ReadFile(file)
+// loadHosts reads a hosts file (a regular file of at most plan.MaxFile
+// bytes).
+func loadHosts(file string) (*plan.Hosts, error) {
+	data, err := fileio.ReadFile(file, plan.MaxFile, "hosts file")
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > plan.MaxFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes", file, plan.MaxFile)
+	return plan.ParseHosts(file, data)
+}
+
+// loadPlan reads a berun role plan, or maps a besim scenario onto the
+// hosts (plan.FromScenario).
+func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) (*plan.Plan, error) {
+	data, err := fileio.ReadFile(file, plan.MaxFile, "plan or scenario")
+	if err != nil {
+		return nil, err
 	}
 	if !plan.IsScenario(data) {
 		if dur != 0 || transport != "tcp" {
@@ -337,15 +360,12 @@ func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 }
 
 func writeReport(r *report.Result, path string) error {
-	f, err := os.Create(path)
-	if err != nil {
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
 		return err
 	}
-	if err := r.WriteJSON(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	_, err := fileio.WriteFiles([]fileio.File{{Name: path, Data: b.Bytes()}})
+	return err
 }
 
 func cmdSelftest(args []string, stdout, stderr io.Writer) int {

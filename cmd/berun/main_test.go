@@ -142,3 +142,34 @@ func TestPerftestTransport(t *testing.T) {
 		t.Errorf("roles %+v", p.Roles)
 	}
 }
+
+// TestUnboundedInputsRefused: a plan, scenario or hosts file that is not a
+// regular file (/dev/zero, a FIFO) is refused before it is read.
+func TestUnboundedInputsRefused(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	if _, err := loadPlan("/dev/zero", nil, 0, "tcp"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("plan /dev/zero: %v", err)
+	}
+	if _, err := loadHosts("/dev/zero"); err == nil || !strings.Contains(err.Error(), "hosts file must be a regular file") {
+		t.Errorf("hosts /dev/zero: %v", err)
+	}
+}
+
+// TestRunChecksOutFirst: --out naming a file (or an unwritable place) is
+// refused before any host is contacted, not after the run.
+func TestRunChecksOutFirst(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "p.yaml")
+	os.WriteFile(plan, []byte("name: x\nduration: 1s\nroles: [{id: a, role: tcp-bulk, host: h1, params: {mode: sink}}]\n"), 0o644)
+	hosts := filepath.Join(dir, "h.yaml")
+	os.WriteFile(hosts, []byte("hosts: [{name: h1, control: '127.0.0.1:1', data: 127.0.0.1}]\n"), 0o644)
+	file := filepath.Join(dir, "result.json")
+	os.WriteFile(file, []byte("{}"), 0o644)
+	t.Setenv("BERUN_TOKEN", "0123456789abcdef0123")
+	code, out, errs := runCmd("run", plan, "--hosts", hosts, "--out", file, "--quiet")
+	if code != 2 || !strings.Contains(errs, "is a file, not a folder") || strings.Contains(out+errs, "127.0.0.1:1") {
+		t.Errorf("--out FILE: exit %d, output %q", code, out+errs)
+	}
+}

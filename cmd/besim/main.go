@@ -34,6 +34,10 @@ usage:
   besim compare [--md] A.json B.json
                                    put the metrics of two results side by side
   besim COMMAND -h                 flags of a command
+
+exit status: 0 success; 1 error (a simulation that failed, a sweep with a
+failed point unless --keep-going); 2 usage; 130 interrupted (a sweep or
+search writes its finished points, marked partial, first)
 `
 
 func main() {
@@ -78,6 +82,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintln(stderr, "besim:", err)
+	if errors.As(err, new(interrupted)) {
+		return ExitInterrupted
+	}
 	return 1
 }
 

@@ -50,6 +50,9 @@ func TestCommandErrors(t *testing.T) {
 		{[]string{"run", "--bogus"}, 2, "flag provided but not defined"},
 		{[]string{"run", "-h"}, 0, "-seed"},
 		{[]string{"validate", "testdata/bad-unit.yaml"}, 1, "testdata/bad-unit.yaml:5: fabric.links.rate"},
+		{[]string{"sweep", "incast", "--set", "seed=1,2", "--jobs", "-5"}, 1, "--jobs -5: want at least 1"},
+		{[]string{"sweep", "incast", "--set", "seed=1,2", "--jobs", "0"}, 1, "--jobs 0: want at least 1"},
+		{[]string{"sweep", "incast", "--set", "seed=1,1"}, 1, "value 1 given twice"},
 	}
 	for _, tc := range tests {
 		var out, errb bytes.Buffer

@@ -1,22 +1,24 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/sweep"
 )
 
-// readResult reads a result JSON file.
+// readResult reads a result JSON file (a regular file of at most
+// report.MaxFile bytes).
 func readResult(file string) (*report.Result, error) {
-	f, err := os.Open(file)
+	b, err := fileio.ReadFile(file, report.MaxFile, "result file")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	r, err := report.ReadJSON(f)
+	r, err := report.ReadJSON(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -43,18 +45,27 @@ func cmdMerge(args []string, stdout, stderr io.Writer) error {
 		parts = append(parts, r)
 	}
 	merged, err := sweep.Merge(parts)
-	if err != nil {
+	// Shards with failed or unfinished points merge into a file whose
+	// rows say so; merge writes it and exits non-zero.
+	var inc *sweep.Incomplete
+	if err != nil && !errors.As(err, &inc) {
 		return err
 	}
 	if *out == "" {
-		return merged.WriteJSON(stdout)
+		if err := merged.WriteJSON(stdout); err != nil {
+			return err
+		}
+	} else {
+		files, err := writeSweep(merged, *out)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			fmt.Fprintln(stderr, "wrote", f)
+		}
 	}
-	files, err := writeSweep(merged, *out)
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		fmt.Fprintln(stderr, "wrote", f)
+	if inc != nil {
+		return inc
 	}
 	return nil
 }

@@ -2,13 +2,19 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 
+	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/sweep"
 )
@@ -53,6 +59,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "output `FILE.json` (CSV and Markdown of the table beside it; default out/NAME/sweep.json (or search.json))")
 	md := fs.Bool("md", false, "print the table as Markdown")
 	quiet := fs.Bool("q", false, "do not print the table")
+	keepGoing := fs.Bool("keep-going", false, "exit 0 even when some points failed (their rows still carry the error)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -60,6 +67,11 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		fs.Usage()
 		return errUsage
+	}
+	jobsSet := false
+	fs.Visit(func(f *flag.Flag) { jobsSet = jobsSet || f.Name == "jobs" })
+	if jobsSet && *jobs < 1 {
+		return fmt.Errorf("--jobs %d: want at least 1 (default: GOMAXPROCS, %d here)", *jobs, runtime.GOMAXPROCS(0))
 	}
 	var axes []sweep.Axis
 	for _, s := range sets {
@@ -107,6 +119,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	bar := newProgressBar(stderr)
 	opt.Progress = bar.update
+	stop, release := onInterrupt(stderr)
+	defer release()
+	opt.Stop = stop
 	var res *report.Result
 	var st sweep.Stats
 	if srch != nil {
@@ -115,7 +130,10 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		res, st, err = sweep.Run(base, axes, opt)
 	}
 	bar.finish()
-	if err != nil {
+	// A sweep with failed or unfinished points still writes what it has
+	// (the rows say which failed and why) and then exits non-zero.
+	var inc *sweep.Incomplete
+	if err != nil && !errors.As(err, &inc) {
 		return err
 	}
 	file := *out
@@ -148,7 +166,56 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "%d simulations in %.2fs wall on %d workers (%.2fs simulating, %.1fM events)\n",
 		st.Simulations, st.Wall, min(st.Jobs, max(1, st.Simulations)), st.SimSeconds, float64(st.Events)/1e6)
-	return nil
+	switch {
+	case inc == nil:
+		return nil
+	case inc.Interrupted:
+		return interrupted{inc}
+	case *keepGoing:
+		fmt.Fprintln(stderr, "besim: warning (--keep-going):", inc)
+		return nil
+	}
+	return inc
+}
+
+// interrupted is the error of a sweep or search ended by SIGINT; besim
+// exits with ExitInterrupted after writing the finished points.
+type interrupted struct{ err error }
+
+func (e interrupted) Error() string { return e.err.Error() }
+func (e interrupted) Unwrap() error { return e.err }
+
+// ExitInterrupted is besim's exit status after SIGINT or SIGTERM (128 + 2,
+// as shells report it).
+const ExitInterrupted = 130
+
+// notifyInterrupt subscribes c to SIGINT and SIGTERM (a test replaces it).
+var notifyInterrupt = func(c chan<- os.Signal) { signal.Notify(c, os.Interrupt, syscall.SIGTERM) }
+
+// onInterrupt returns a channel closed at the first SIGINT or SIGTERM,
+// after which the default handling comes back (a second one kills), and a
+// function that stops listening.
+func onInterrupt(stderr io.Writer) (<-chan struct{}, func()) {
+	stop := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	notifyInterrupt(sig)
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			signal.Stop(sig)
+			fmt.Fprintln(stderr, "\nbesim: interrupted: writing the finished points (interrupt again to abandon them)")
+			close(stop)
+		case <-quit:
+		}
+	}()
+	var once sync.Once
+	return stop, func() {
+		once.Do(func() {
+			signal.Stop(sig)
+			close(quit)
+		})
+	}
 }
 
 func printTable(w io.Writer, t *report.Table, md bool) error {
@@ -164,16 +231,12 @@ func writeSweep(r *report.Result, file string) ([]string, error) {
 	if filepath.Ext(file) != ".json" {
 		return nil, fmt.Errorf("%s: name the output FILE.json (CSV and Markdown of the table are written beside it)", file)
 	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return nil, fmt.Errorf("output folder: %w", err)
-	}
 	stem := strings.TrimSuffix(file, ".json")
 	var js bytes.Buffer
 	if err := r.WriteJSON(&js); err != nil {
 		return nil, err
 	}
-	paths := []string{file}
-	data := [][]byte{js.Bytes()}
+	files := []fileio.File{{Name: file, Data: js.Bytes()}}
 	if len(r.Tables) > 0 {
 		var csv, md bytes.Buffer
 		if err := r.Tables[0].WriteCSV(&csv); err != nil {
@@ -182,15 +245,11 @@ func writeSweep(r *report.Result, file string) ([]string, error) {
 		if err := r.Tables[0].WriteMarkdown(&md); err != nil {
 			return nil, err
 		}
-		paths = append(paths, stem+".csv", stem+".md")
-		data = append(data, csv.Bytes(), md.Bytes())
+		files = append(files, fileio.File{Name: stem + ".csv", Data: csv.Bytes()}, fileio.File{Name: stem + ".md", Data: md.Bytes()})
 	}
-	for i, p := range paths {
-		if err := os.WriteFile(p, data[i], 0o644); err != nil {
-			return nil, err
-		}
-	}
-	return paths, nil
+	// Each file is written to a temporary one and renamed over its
+	// target once all are written: none is ever half-written.
+	return fileio.WriteFiles(files)
 }
 
 // progressBar draws on stderr only when it is a terminal (not in CI, not

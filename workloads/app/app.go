@@ -10,6 +10,11 @@ import (
 	"github.com/besim/besim/scenarios"
 )
 
+// DefaultSpines is the spine switches of a workload's leaf-spine when its
+// configuration leaves them unset: scenarios.DefaultSpines (sourced
+// there).
+const DefaultSpines = scenarios.DefaultSpines
+
 // DefaultHostsPerLeaf is the server ports of a leaf (ToR) switch.
 // Assumption: a 32-port 25 Gb/s ToR; real ToRs have 32-48 server ports.
 const DefaultHostsPerLeaf = 32

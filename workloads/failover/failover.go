@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/tcpsim"
+	"github.com/besim/besim/workloads/app"
 )
 
 // Config is the recovery experiment of §7.2: Shards shard groups,
@@ -37,6 +39,9 @@ type Config struct {
 	Request     int // fetch request bytes, default 64
 	// HostsPerLeaf is L, at least max(Shards, Clients) (the default).
 	HostsPerLeaf int
+	// Spines is the spine switches (one uplink from every leaf to each);
+	// default app.DefaultSpines.
+	Spines int
 	// Warmup runs after setup, before the faults' clock starts. Default 0.
 	Warmup  sim.Time
 	RPC     rpc.Config
@@ -144,7 +149,7 @@ func Run(cfg Config) (*Result, error) {
 		sc.Fabric = fabric.DefaultConfig()
 	}
 	sc.Fabric.Seed = cfg.Seed
-	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: 1}
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: cmp.Or(cfg.Spines, app.DefaultSpines)}
 	c, err := simhost.New(sc)
 	if err != nil {
 		return nil, err
@@ -255,10 +260,16 @@ func Run(cfg Config) (*Result, error) {
 }
 
 // rateRecovery is the mean completion rate per bin before faultAt and how
-// long after faultAt it took to be back at 90% of it (see Result).
+// long after faultAt it took to be back at 90% of it (see Result). With no
+// full bin before the fault, or a fault at or after the last bin (which
+// validation refuses: such a fault never fires), there is no rate to
+// recover: 0, 0.
 func rateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
-	pre := int(faultAt / bin)
-	if pre < 1 {
+	if bin <= 0 || faultAt < 0 {
+		return 0, 0
+	}
+	pre := faultAt / bin
+	if pre < 1 || pre > sim.Time(len(bins)) {
 		return 0, 0
 	}
 	var sum int
@@ -267,7 +278,7 @@ func rateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
 	}
 	base := float64(sum) / float64(pre)
 	dropped := false
-	for i := pre; i < len(bins); i++ {
+	for i := int(pre); i < len(bins); i++ {
 		ok := float64(bins[i]) >= 0.9*base
 		if !ok {
 			dropped = true

@@ -56,7 +56,7 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 	rc.Window, rc.ProbeInterval = simhostDuration(w.RPC.QuarantineWindow.Time()), simhostDuration(w.RPC.ProbeInterval.Time())
 	rc.MaxConnFailures, rc.MaxReqFailures = w.RPC.MaxConnFailures, w.RPC.MaxReqFailures
 	return Config{Cluster: sc, Shards: w.Shards, Clients: w.Clients, Outstanding: w.Outstanding,
-		Response: int(w.Response.Size), Request: int(w.Request), HostsPerLeaf: w.HostsPerLeaf, Warmup: w.Warmup.Time(),
+		Response: int(w.Response.Size), Request: int(w.Request), HostsPerLeaf: w.HostsPerLeaf, Spines: w.Spines, Warmup: w.Warmup.Time(),
 		RPC: rc, Faults: experiment.FaultSpecs(s), Run: s.Duration.Time(), Seed: s.Seed, TCPFallback: w.TCPFallback}, nil
 }
 

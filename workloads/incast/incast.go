@@ -32,8 +32,11 @@ type Config struct {
 	// HostsPerLeaf is the hosts of every leaf switch; default
 	// app.DefaultHostsPerLeaf.
 	HostsPerLeaf int
-	Workers      int
-	Servers      int // 0 is allowed: the victim (and bandwidth flows) alone, a baseline
+	// Spines is the spine switches of the leaf-spine (every leaf has one
+	// uplink to each); default app.DefaultSpines.
+	Spines  int
+	Workers int
+	Servers int // 0 is allowed: the victim (and bandwidth flows) alone, a baseline
 	// Request is the fetch request size (>= HeaderSize: it carries the
 	// request's sequence number and send time). Default 64 B.
 	Request  int
@@ -72,6 +75,9 @@ const MaxResponse = 64 << 20
 func (c *Config) Prepare() error {
 	if c.HostsPerLeaf == 0 {
 		c.HostsPerLeaf = app.DefaultHostsPerLeaf
+	}
+	if c.Spines == 0 {
+		c.Spines = app.DefaultSpines
 	}
 	if c.Request == 0 {
 		c.Request = 64
@@ -120,7 +126,7 @@ func (c *Config) Prepare() error {
 // both use it, so they run the same workload.
 func FromScenario(s *scenarios.Scenario) (Config, error) {
 	w := s.Workload
-	cfg := Config{HostsPerLeaf: w.HostsPerLeaf, Workers: w.Workers, Servers: w.Servers,
+	cfg := Config{HostsPerLeaf: w.HostsPerLeaf, Spines: w.Spines, Workers: w.Workers, Servers: w.Servers,
 		Request: int(w.Request), Outstanding: w.Outstanding, Rate: w.Rate,
 		Victim: w.VictimOn(), VictimMessage: int(w.VictimMessage), VictimWindow: w.VictimDepth,
 		BandwidthFlows: w.BandwidthFlows, Warmup: w.Warmup.Time(), Measure: s.Duration.Time(), Seed: s.Seed,

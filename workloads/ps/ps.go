@@ -34,10 +34,11 @@ import (
 // (as a ranker), compute for Compute, push one PushSize update per shard
 // to the servers holding them (each acknowledged with 32 bytes), repeat.
 //
-// Topology: a one-spine leaf-spine of HostsPerLeaf-host leaves, rankers
-// then trainers from host 0, the servers from the next leaf on.
+// Topology: a leaf-spine of HostsPerLeaf-host leaves and Spines spines,
+// rankers then trainers from host 0, the servers from the next leaf on.
 type Config struct {
 	HostsPerLeaf      int // default app.DefaultHostsPerLeaf
+	Spines            int // spine switches, one uplink from every leaf to each; default app.DefaultSpines
 	Servers, Shards   int
 	Rankers, Trainers int
 	Request           int // fetch request size, >= 24; default 64
@@ -66,6 +67,9 @@ const (
 func (c *Config) Defaults() {
 	if c.HostsPerLeaf == 0 {
 		c.HostsPerLeaf = app.DefaultHostsPerLeaf
+	}
+	if c.Spines == 0 {
+		c.Spines = app.DefaultSpines
 	}
 	if c.Request == 0 {
 		c.Request = 64

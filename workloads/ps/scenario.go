@@ -11,7 +11,7 @@ import (
 // the same workload.
 func FromScenario(s *scenarios.Scenario) (Config, error) {
 	w := s.Workload
-	cfg := Config{HostsPerLeaf: w.HostsPerLeaf, Servers: w.Servers, Shards: w.Shards,
+	cfg := Config{HostsPerLeaf: w.HostsPerLeaf, Spines: w.Spines, Servers: w.Servers, Shards: w.Shards,
 		Rankers: w.Rankers, Trainers: w.Trainers, Request: int(w.Request), FanOut: w.FanOut,
 		RankerOutstanding: w.Outstanding, RankerRate: w.Rate, FetchResponse: app.Sizes(w.Response),
 		TrainerShards: w.TrainerShards, Warmup: w.Warmup.Time(), Measure: s.Duration.Time(), Seed: s.Seed}

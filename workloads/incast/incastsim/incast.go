@@ -23,7 +23,8 @@ import (
 // simulated cluster.
 //
 // Topology (built here; Cluster.Fabric.Topology is overwritten): a
-// leaf-spine of HostsPerLeaf-host leaves and one spine (Layout). Leaf 0
+// leaf-spine of HostsPerLeaf-host leaves and Spines spines (Layout), every
+// leaf with one uplink to each spine, ECMP over them. Leaf 0
 // holds the workers (hosts 0..Workers-1) and the victim's receiver (host
 // Workers); from the first host of leaf 1 on come the victim's sender,
 // the parameter servers and the bandwidth-flow senders, filling as many
@@ -107,7 +108,7 @@ func Run(cfg Config) (*Result, error) {
 		sc.Fabric = fabric.DefaultConfig()
 	}
 	sc.Fabric.Seed = cfg.Seed
-	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: leaves, HostsPerLeaf: hpl, Spines: 1}
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: leaves, HostsPerLeaf: hpl, Spines: cfg.Spines}
 	sc.Hosts = leaves * hpl
 	if sc.BE.CQDepth == 0 {
 		// A worker's one I/O thread holds an engine per server: size its CQ

@@ -12,15 +12,16 @@ import (
 )
 
 // incastCfg is a reduced Figure 14 setup: fabric defaults except for a
-// smaller shared buffer (so that PFC fires with few servers), one worker,
-// DCQCN off.
+// smaller shared buffer (so that PFC fires with few servers), one spine
+// (every response enters the workers' leaf through one port, the setting
+// these tests' thresholds were derived on), one worker, DCQCN off.
 func incastCfg(servers, cwnd int, buffer int64) Config {
 	sc := simhost.DefaultConfig(2)
 	if buffer > 0 {
 		sc.Fabric.Switch.Buffer = buffer
 	}
 	sc.BE.Cwnd = cwnd
-	return Config{Cluster: sc, Config: incast.Config{Workers: 1, Servers: servers, Outstanding: 4, Victim: true,
+	return Config{Cluster: sc, Config: incast.Config{Spines: 1, Workers: 1, Servers: servers, Outstanding: 4, Victim: true,
 		Response: app.SizeDist{Kind: app.LogNormal, Mean: 20_000, P99: 50_000},
 		Warmup:   100 * sim.Microsecond, Measure: 300 * sim.Microsecond, Seed: 1}}
 }
@@ -149,5 +150,29 @@ func TestIncastOpenLoop(t *testing.T) {
 	}
 	if r.Pulls == 0 || r.Latency.Count() == 0 || len(r.Errors) > 0 {
 		t.Errorf("open loop: %d pulls, %d samples, errors %v", r.Pulls, r.Latency.Count(), r.Errors)
+	}
+}
+
+// TestSpinesSpreadIncast: more spines bring the responses into the
+// workers' leaf over more ingress ports, each with its own priority group
+// and XOFF threshold, so the same incast that pauses a one-spine fabric
+// does not pause a four-spine one (fabric defaults, no window).
+func TestSpinesSpreadIncast(t *testing.T) {
+	pfc := map[int]int64{}
+	for _, spines := range []int{1, 4} {
+		cfg := incastCfg(32, 0, 0)
+		cfg.Spines = spines
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pfc[spines] = r.Report.Totals.PFCFramesTx
+		if spines == 4 && len(r.Report.Switches) != 3+4 {
+			t.Errorf("%d switches, want 3 leaves and 4 spines", len(r.Report.Switches))
+		}
+	}
+	t.Logf("32 servers, no window: PFC frames %v by spines", pfc)
+	if pfc[1] == 0 || pfc[4] != 0 {
+		t.Errorf("PFC frames %v: one spine should pause, four should not", pfc)
 	}
 }

@@ -28,7 +28,7 @@ func TestWorkloadDefaultsAgree(t *testing.T) {
 	}
 }
 
-// TestWorkloadRun runs fig14-incast (32 servers, no window: PFC fires) and
+// TestWorkloadRun runs fig14-incast (64 servers, no window: PFC fires) and
 // with a 4 KiB window (no PFC), twice each for determinism.
 func TestWorkloadRun(t *testing.T) {
 	run := func(window scenarios.Window) (*report.Result, []byte) {

@@ -30,9 +30,9 @@ import (
 type Config struct {
 	ps.Config
 	// Cluster is the fabric, NIC model and engine settings under
-	// ByteExpress. Its topology is built here: a one-spine leaf-spine of
-	// HostsPerLeaf-host leaves, rankers then trainers from host 0, the
-	// servers from the next leaf on.
+	// ByteExpress. Its topology is built here: a leaf-spine of
+	// HostsPerLeaf-host leaves and Spines spines, rankers then trainers
+	// from host 0, the servers from the next leaf on.
 	Cluster simhost.Config
 	// TCP is the kernel TCP model of transport TCP (tcpsim on the same
 	// fabric; Cluster.NIC, BE, Pool and CPU are then unused).
@@ -103,7 +103,7 @@ func Run(cfg Config) (*Result, error) {
 		sc.Fabric = fabric.DefaultConfig()
 	}
 	sc.Fabric.Seed = cfg.Seed
-	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: 1}
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: cfg.Spines}
 	r := &psRun{cfg: &cfg, st: ps.NewStats()}
 	r.shardServer = ps.ShardServers(cfg.Shards, cfg.Servers)
 	var err error
