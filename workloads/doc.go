@@ -6,7 +6,8 @@
 // init, and workloads/all links them all (cmd/besim imports it).
 //
 //	package      paper                     scenario kind         runs on
-//	perftest     Table 2 (§5.1)            benchmark perftest    two simulated RNICs back to back (rnic)
+//	perftest     Table 2 (§5.1)            benchmark perftest    simulator-free: config, keys, the endpoints over verbs
+//	perftest/perftestsim                   benchmark perftest    two simulated RNICs back to back (rnic)
 //	fragsize     Figure 10 (§6.1)          benchmark fragsize    the core over simhost: two hosts, one switch
 //	msgrate      Figure 11 (§6.2.1)        benchmark msgrate     one RNIC pair, I/O threads, doorbell locks (rnic)
 //	hol          Figure 13 (§6.1)          benchmark hol         the core over simhost: one engine, small and large flows
@@ -22,10 +23,10 @@
 // simrun (the simulation drivers' error list and setup bound) and
 // workloads/internal/wltest (test helpers).
 //
-// The simulator-free packages (this one, app, ps and incast) import no
+// The simulator-free packages (this one, app, ps, incast and perftest) import no
 // simulator model: they hold each workload's application logic once, as
 // driven state machines (times and events in, sends and measurements out),
-// which besim's drivers (pssim, incastsim) run in virtual time and berun's
+// which besim's drivers (pssim, incastsim, perftestsim) run in virtual time and berun's
 // roles in wall-clock time over verbs or kernel TCP. The layering test
 // (internal/layering) keeps it so.
 package workloads

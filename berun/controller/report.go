@@ -10,6 +10,7 @@ import (
 	"github.com/besim/besim/berun/role"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/report"
+	"github.com/besim/besim/workloads/perftest"
 )
 
 // Report turns a run into the result format besim writes (package report),
@@ -18,7 +19,9 @@ import (
 // ps-cluster metric names (user/, fetch/, push/, iteration/ and, with
 // trainers, fetch_phase/ and push_phase/ percentiles in us,
 // client/ and server/ goodput in Gbps); incast runs besim's incast-pull
-// names (pull/ count and latency in us, worker/ and victim/ goodput); every role's own metrics follow as
+// names (pull/ count and latency in us, worker/ and victim/ goodput);
+// perftest runs besim's table2 names (perftest/RATE/MTU/TRANSPORT/gbps,
+// keyed by the hosts' link); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
 // and nak/ totals, and where they did not a note says so instead of a zero.
 func Report(rf *ResultFile) *report.Result {
@@ -26,6 +29,7 @@ func Report(rf *ResultFile) *report.Result {
 	r.Notes = append(r.Notes, fmt.Sprintf("run %s: status %s (details in the berun result file)", rf.RunID, rf.Status))
 	psReport(r, rf)
 	incastReport(r, rf)
+	perftestReport(r, rf)
 	counterTotals(r, rf)
 	for _, h := range rf.Hosts {
 		for _, ro := range h.Roles {
@@ -173,6 +177,52 @@ func incastReport(r *report.Result, rf *ResultFile) {
 		r.Notes = append(r.Notes, "victim/goodput is a kernel TCP stream on real hosts (besim: a perftest-like RC WRITE stream), over the whole run")
 	}
 	r.Tables = append(r.Tables, lat.Table("pull_latency", "ns"))
+}
+
+// perftestReport reduces perftest-server results to besim's table2 metric
+// names, perftest/KEY/gbps, where KEY is the hosts' link ("100G/4096B/rc"):
+// the same name as besim's point when the link is one of the scenario's
+// points, a name besim does not have (and compare lists as one-sided)
+// when it is not.
+func perftestReport(r *report.Result, rf *ResultFile) {
+	for _, h := range rf.Hosts {
+		for _, ro := range h.Roles {
+			if ro.Role != "perftest-server" {
+				continue
+			}
+			var d role.PerftestDetail
+			if len(ro.Detail) == 0 || json.Unmarshal(ro.Detail, &d) != nil {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: no perftest measurements in its result (%s)", ro.ID, ro.Status))
+				continue
+			}
+			link := fmt.Sprintf("%s/%dB", perftest.RateKey(d.RateBps), d.PathMTU)
+			if d.Match != "" {
+				r.Notes = append(r.Notes, fmt.Sprintf("perftest: %s to %s over %s (GID index %d): the link is the scenario's point %s", ro.ID, h.Name, d.Device, d.GIDIndex, d.Match))
+			} else {
+				r.Notes = append(r.Notes, fmt.Sprintf("perftest: the hosts' link %s is none of the scenario's points (%s): its metrics have no besim counterpart, and besim's points none on hardware", link, strings.Join(d.Points, ", ")))
+			}
+			tbl := report.Table{Name: "perftest", Title: "perftest (ib_send_bw-like) between two real hosts, measured against the link's payload line rate",
+				KeyName: "rate/MTU/transport", Columns: []report.Column{
+					{Name: "measured", Unit: "Gbps"}, {Name: "line", Unit: "Gbps"}, {Name: "measured/line", Unit: "%"},
+					{Name: "msg rate", Unit: "Mmsg/s"}, {Name: "pkt rate", Unit: "Mpkt/s"}, {Name: "message", Unit: "B"},
+				}}
+			for _, run := range d.Runs {
+				if run.Error != "" {
+					r.Notes = append(r.Notes, fmt.Sprintf("perftest %s: %s", run.Key, run.Error))
+					continue
+				}
+				r.Add(perftest.Metric(run.Key), run.Gbps, "Gbps")
+				vsLine := -1.0
+				if run.LineGbps > 0 {
+					vsLine = 100 * run.Gbps / run.LineGbps
+				}
+				tbl.AddRow(run.Key, run.Gbps, run.LineGbps, vsLine, run.MsgRate/1e6, run.PktRate/1e6, float64(run.Message))
+			}
+			if len(tbl.Rows) > 0 {
+				r.Tables = append(r.Tables, tbl)
+			}
+		}
+	}
 }
 
 // counterTotals sums NIC counter deltas over hosts into the names besim

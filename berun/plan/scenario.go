@@ -18,7 +18,7 @@ import (
 var psKinds = []string{"server", "ranker", "trainer", "worker"}
 
 // FromScenario turns a besim scenario with a ps-cluster or incast-pull
-// workload into a run plan, so that the file besim simulates is the file
+// workload, or a perftest benchmark (perftestPlan), into a run plan, so that the file besim simulates is the file
 // berun replays (see psPlan and incastPlan for the instances). Instances
 // go round-robin, in hosts-file order, over the hosts whose ps_roles allow
 // them (all hosts by default). The whole scenario travels to the agents
@@ -32,6 +32,9 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	if err != nil {
 		return nil, err
 	}
+	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.Perftest {
+		return perftestPlan(file, data, s, hs, dur)
+	}
 	w := s.Workload
 	if w == nil || w.Kind != scenarios.PSCluster && w.Kind != scenarios.IncastPull {
 		kind := "flows"
@@ -41,7 +44,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster and incast-pull workloads; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster and incast-pull workloads and perftest benchmarks; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -164,5 +167,41 @@ func incastPlan(p *Plan, file string, w *scenarios.Workload, hs *Hosts) (*Plan, 
 	for i := range w.BandwidthFlows {
 		pair("bw"+strconv.Itoa(i), srvHosts[i%len(srvHosts)], take["worker"][i%w.Workers%len(take["worker"])])
 	}
+	return p, nil
+}
+
+// perftestPlan: a perftest benchmark (Table 2) runs between the first two
+// hosts of the hosts file, perftest-client on the first and
+// perftest-server on the second (ps_roles do not apply). The scenario's
+// duration (or dur) is the measured interval of each transport; the run
+// lasts, per transport, the benchmark's warmup and that interval. The
+// roles measure at the hosts' own link rate and MTU and report which of
+// the scenario's points that is.
+func perftestPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	if len(hs.Hosts) < 2 {
+		return nil, fmt.Errorf("%s: a perftest benchmark runs between two hosts; the hosts file has %d", file, len(hs.Hosts))
+	}
+	measure := time.Duration(s.Duration.Time() / sim.Nanosecond)
+	if dur > 0 {
+		measure = dur
+	}
+	warm := time.Duration(s.Benchmark.Warmup.Time() / sim.Nanosecond)
+	var ts []scenarios.Transport
+	for _, r := range s.Benchmark.PerfRuns() {
+		if !slices.Contains(ts, r.Transport) {
+			ts = append(ts, r.Transport)
+		}
+	}
+	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
+	p.Dur = time.Duration(len(ts)) * (warm + measure)
+	if measure <= 0 || p.Dur > wire.MaxDuration {
+		return nil, fmt.Errorf("%s: a measured interval of %v for each of %d transports (with the warmup %v each, %v): want more than 0 and at most %v in all (use --duration)",
+			file, measure, len(ts), warm, p.Dur, wire.MaxDuration)
+	}
+	p.Duration = p.Dur.String()
+	client, server := hs.Hosts[0].Name, hs.Hosts[1].Name
+	p.Roles = append(p.Roles,
+		RoleEntry{ID: "perftest-server", Role: "perftest-server", Host: server, Params: map[string]string{}},
+		RoleEntry{ID: "perftest-client", Role: "perftest-client", Host: client, Peers: []string{"perftest-server"}, Params: map[string]string{}})
 	return p, nil
 }

@@ -66,7 +66,7 @@ func TestFromScenario(t *testing.T) {
 		t.Errorf("bad ps_roles: %v", err)
 	}
 	inc, _ := scenarios.Builtin("incast")
-	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster and incast-pull workloads; this scenario has flows") {
+	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster and incast-pull workloads and perftest benchmarks; this scenario has flows") {
 		t.Errorf("incast: %v", err)
 	}
 	if !IsScenario(scen) || IsScenario([]byte(planYAML)) {
@@ -116,5 +116,45 @@ func TestFromIncastScenario(t *testing.T) {
 	}
 	if b := got["bw1-rx"]; b.Host != "a" || got["bw1-tx"].Peers[0] != "bw1-rx" {
 		t.Errorf("bw1: %+v", b)
+	}
+}
+
+// A perftest benchmark: client on the first host, server on the second,
+// each transport's warmup and measured interval in the run's duration.
+func TestFromPerftestScenario(t *testing.T) {
+	two := `hosts:
+  - {name: a, control: "127.0.0.1:7001", data: 127.0.0.1, ps_roles: [server]}
+  - {name: b, control: "127.0.0.1:7002", data: 127.0.0.2}
+  - {name: c, control: "127.0.0.1:7003", data: 127.0.0.3}
+`
+	hs, err := ParseHosts("h.yaml", []byte(two))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scen, _ := scenarios.Builtin("table2") // rc and ud, warmup 50us, duration 500us
+	p, err := FromScenario("table2.yaml", scen, hs, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Dur != 2*(2*time.Second+50*time.Microsecond) || len(p.Roles) != 2 {
+		t.Fatalf("plan %v, roles %+v", p.Dur, p.Roles)
+	}
+	srv, cli := p.Roles[0], p.Roles[1]
+	if srv.Role != "perftest-server" || srv.Host != "b" || cli.Role != "perftest-client" || cli.Host != "a" || len(cli.Peers) != 1 || cli.Peers[0] != srv.ID {
+		t.Errorf("roles %+v", p.Roles)
+	}
+	if _, err := Assign(p, hs); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := FromScenario("table2.yaml", scen, hs, 0); err != nil || p.Dur != 2*550*time.Microsecond {
+		t.Errorf("default duration: %v, %v", p, err)
+	}
+	one, _ := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1}]`))
+	if _, err := FromScenario("table2.yaml", scen, one, time.Second); err == nil || !strings.Contains(err.Error(), "runs between two hosts; the hosts file has 1") {
+		t.Errorf("one host: %v", err)
+	}
+	fig11, _ := scenarios.Builtin("fig11")
+	if _, err := FromScenario("fig11.yaml", fig11, hs, time.Second); err == nil || !strings.Contains(err.Error(), "this scenario has a benchmark") {
+		t.Errorf("msgrate benchmark: %v", err)
 	}
 }

@@ -9,9 +9,10 @@
 // Agents and controller share a token (--token-file or $BERUN_TOKEN) that
 // never crosses the network (HMAC challenge-response, package berun/wire).
 // Data moves over kernel TCP (the tcp roles: the paper's §8 baseline) and,
-// built with -tags rdma, RDMA verbs through verbs/ibv (selftest, and the
+// built with -tags rdma, RDMA verbs through verbs/ibv (selftest, the
 // parameter-server and incast roles with --transport verbs: the
-// ByteExpress core on the host's device). See berun/plan for the two input
+// ByteExpress core on the host's device, and the perftest roles, which
+// are verbs only). See berun/plan for the two input
 // files and berun/controller for the result file.
 package main
 
@@ -194,7 +195,9 @@ PLAN is a besim scenario with a ps-cluster or incast-pull workload (the file
 besim simulates; servers, rankers, trainers and workers go round-robin over the
 hosts, or over those whose ps_roles: [server, ranker, trainer, worker] allow
 them; an incast's victim and bandwidth flows become tcp-bulk pairs; --duration
-sets the load time),
+sets the load time), or a perftest benchmark (table2: perftest-client on the
+first host, perftest-server on the second, always over verbs, each transport at
+the hosts' link rate and MTU; --duration sets each transport's measured interval),
 or a berun role plan:
   name: tcp-baseline
   duration: 10s
@@ -228,6 +231,11 @@ or a berun role plan:
 		return 2
 	}
 	p, err := loadPlan(pos[0], hs, *dur, *transport)
+	if err == nil {
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "transport" })
+		err = perftestTransport(p, *transport, explicit)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "berun run: %v\n", err)
 		return 2
@@ -334,6 +342,21 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 		}
 	}
 	return p, nil
+}
+
+// perftestTransport refuses an explicit --transport tcp for a perftest
+// benchmark: its roles measure the RDMA device's RC and UD transports and
+// have no kernel-TCP form (the flag's default, and verbs, are accepted).
+func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
+	if !explicit || transport != "tcp" {
+		return nil
+	}
+	for _, r := range p.Roles {
+		if strings.HasPrefix(r.Role, "perftest-") {
+			return fmt.Errorf("%s: --transport tcp: a perftest benchmark measures the RDMA device's RC and UD transports and always runs over verbs (drop the flag)", p.File)
+		}
+	}
+	return nil
 }
 
 func writeReport(r *report.Result, path string) error {

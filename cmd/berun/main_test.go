@@ -112,6 +112,37 @@ func TestLoadPlanTransport(t *testing.T) {
 	}
 }
 
+// A perftest benchmark is verbs only: an explicit --transport tcp is
+// refused with the reason, before any agent is contacted; without the
+// flag the plan has the two perftest roles.
+func TestPerftestTransport(t *testing.T) {
+	dir := t.TempDir()
+	hosts := filepath.Join(dir, "hosts.yaml")
+	if err := os.WriteFile(hosts, []byte("hosts:\n  - {name: a, control: \"127.0.0.1:7001\", data: 127.0.0.1}\n  - {name: b, control: \"127.0.0.1:7002\", data: 127.0.0.1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "table2.yaml")
+	data, _ := scenarios.Builtin("table2")
+	if err := os.WriteFile(f, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCmd("run", f, "--hosts", hosts, "--transport", "tcp")
+	if code != 2 || !strings.Contains(errs, "always runs over verbs") {
+		t.Errorf("--transport tcp: exit %d, %q", code, errs)
+	}
+	hs, err := plan.LoadHosts(hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadPlan(f, hs, time.Second, "tcp")
+	if err != nil || perftestTransport(p, "tcp", false) != nil || perftestTransport(p, "verbs", true) != nil {
+		t.Fatalf("plan without the flag: %v", err)
+	}
+	if len(p.Roles) != 2 || p.Roles[0].Role != "perftest-server" || p.Roles[1].Role != "perftest-client" {
+		t.Errorf("roles %+v", p.Roles)
+	}
+}
+
 // TestUnboundedInputsRefused: a plan, scenario or hosts file that is not a
 // regular file (/dev/zero, a FIFO) is refused before it is read.
 func TestUnboundedInputsRefused(t *testing.T) {

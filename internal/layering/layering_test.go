@@ -29,7 +29,7 @@ func TestRepository(t *testing.T) {
 			g[f[0]] = f[1:]
 		}
 	}
-	for _, p := range []string{"cmd/berun", "byteexpress", "simhost", "workloads/ps", "workloads/ps/pssim"} {
+	for _, p := range []string{"cmd/berun", "byteexpress", "simhost", "workloads/ps", "workloads/ps/pssim", "workloads/perftest", "workloads/perftest/perftestsim"} {
 		if _, ok := g[Module+p]; !ok {
 			t.Fatalf("go list has no %s: the rules check nothing", p)
 		}
@@ -53,17 +53,19 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		return ps
 	}
 	clean := Graph{
-		Module + "byteexpress":                m("verbs", "fmt"),
-		Module + "byteexpress/rpc":            m("byteexpress", "verbs", "errors"),
-		Module + "simhost":                    m("byteexpress", "rnic", "fabric", "sim"),
-		Module + "workloads/ps":               m("sim", "scenarios", "workloads/app", "byteexpress"),
-		Module + "workloads/ps/pssim":         m("workloads/ps", "simhost", "experiment"),
-		Module + "berun/role":                 m("workloads/ps", "sim", "verbs"),
-		Module + "cmd/berun":                  m("berun/role", "workloads/ps", "sim"),
-		Module + "experiment":                 m("fabric", "scenarios"),
-		Module + "workloads/app":              m("scenarios", "byteexpress"),
-		Module + "workloads/incast":           m("sim", "scenarios", "workloads/app"),
-		Module + "workloads/incast/incastsim": m("workloads/incast", "simhost", "experiment"),
+		Module + "byteexpress":                    m("verbs", "fmt"),
+		Module + "byteexpress/rpc":                m("byteexpress", "verbs", "errors"),
+		Module + "simhost":                        m("byteexpress", "rnic", "fabric", "sim"),
+		Module + "workloads/ps":                   m("sim", "scenarios", "workloads/app", "byteexpress"),
+		Module + "workloads/ps/pssim":             m("workloads/ps", "simhost", "experiment"),
+		Module + "berun/role":                     m("workloads/ps", "sim", "verbs"),
+		Module + "cmd/berun":                      m("berun/role", "workloads/ps", "sim"),
+		Module + "experiment":                     m("fabric", "scenarios"),
+		Module + "workloads/app":                  m("scenarios", "byteexpress"),
+		Module + "workloads/incast":               m("sim", "scenarios", "workloads/app"),
+		Module + "workloads/incast/incastsim":     m("workloads/incast", "simhost", "experiment"),
+		Module + "workloads/perftest":             m("sim", "scenarios", "verbs"),
+		Module + "workloads/perftest/perftestsim": m("workloads/perftest", "rnic", "experiment"),
 	}
 	if v := Check(clean); len(v) != 0 {
 		t.Fatalf("clean graph: %v", v)
@@ -82,6 +84,8 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		{"berun/role", "fabric", "berun runs on real hosts"},
 		{"cmd/berun", "workloads/ps/pssim", "berun runs on real hosts"},
 		{"cmd/berun", "faults", "berun runs on real hosts"},
+		{"workloads/perftest", "rnic", "simulator-free workload package"},
+		{"cmd/berun", "workloads/perftest/perftestsim", "berun runs on real hosts"},
 	} {
 		g := Graph{}
 		for k, v := range clean {

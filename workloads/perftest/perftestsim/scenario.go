@@ -1,4 +1,9 @@
-package perftest
+// Package perftestsim runs the perftest benchmark (package
+// workloads/perftest, paper §5.1, Table 2) in simulation: the two
+// endpoints on simulated RNICs (package rnic) back to back on one wire,
+// stepped by their CQ notifications in virtual time, each point of the
+// scenario at its link rate and MTU, next to the paper's numbers.
+package perftestsim
 
 import (
 	"fmt"
@@ -8,6 +13,7 @@ import (
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/verbs"
+	"github.com/besim/besim/workloads/perftest"
 )
 
 func init() {
@@ -18,14 +24,6 @@ func init() {
 		}
 		return experiment.NewBenchmark(s, rates, len(s.Benchmark.PerfRuns()), runPerftest)
 	})
-}
-
-// rateKey is "25G" for whole Gb/s, else the rate's own spelling.
-func rateKey(r scenarios.Rate) string {
-	if r%scenarios.Gbps == 0 {
-		return fmt.Sprintf("%dG", r/scenarios.Gbps)
-	}
-	return r.String()
 }
 
 // paperTable2 returns the paper's Table 2 value for (rate, MTU, transport),
@@ -40,13 +38,6 @@ func paperTable2(rate scenarios.Rate, mtu scenarios.Size, t scenarios.Transport)
 		}
 	}
 	return -1
-}
-
-func verbsType(t scenarios.Transport) verbs.QPType {
-	if t == scenarios.UD {
-		return verbs.UD
-	}
-	return verbs.RC
 }
 
 func runPerftest(s *scenarios.Scenario, r *report.Result) {
@@ -76,15 +67,12 @@ func runPerftest(s *scenarios.Scenario, r *report.Result) {
 	}
 	paperRows := 0
 	for _, run := range runs {
-		key := fmt.Sprintf("%s/%dB/%s", rateKey(run.Rate), run.MTU, run.Transport)
+		key := perftest.Key(int64(run.Rate), verbs.MTU(run.MTU), perftest.Transport(run.Transport))
 		nic, err := experiment.NICConfig(s, int64(run.Rate))
 		var res Result
 		if err == nil {
-			res, err = Run(Config{
-				Transport: verbsType(run.Transport), Rate: int64(run.Rate), MTU: verbs.MTU(run.MTU),
-				MsgSize: int(run.Message), TxDepth: b.TxDepth, RxDepth: b.RxDepth, CQMod: b.CQMod,
-				Warmup: b.Warmup.Time(), Duration: s.Duration.Time(), Delay: b.Delay.Time(), NIC: &nic,
-			})
+			res, err = Run(Config{Config: perftest.ScenarioConfig(s, perftest.Transport(run.Transport), verbs.MTU(run.MTU), int(run.Message)),
+				Rate: int64(run.Rate), Delay: b.Delay.Time(), NIC: &nic})
 		}
 		model, mps, pps := -1.0, -1.0, -1.0
 		if err != nil {
@@ -95,7 +83,7 @@ func runPerftest(s *scenarios.Scenario, r *report.Result) {
 				r.Notes = append(r.Notes, fmt.Sprintf("%s: %d RNR NAKs: a SEND reached the server before its initial receives were posted (Run posts them on the server CPU at time 0; a fast NIC model can beat it), and the client waited min_rnr_timer (0.64 ms) before retrying, which the measured interval includes", key, n))
 			}
 		}
-		line := rnic.LinePayloadGbps(verbsType(run.Transport), int64(run.Rate), verbs.MTU(run.MTU))
+		line := rnic.LinePayloadGbps(perftest.Transport(run.Transport), int64(run.Rate), verbs.MTU(run.MTU))
 		paper := paperTable2(run.Rate, run.MTU, run.Transport)
 		vsPaper := -1.0
 		if paper > 0 && model >= 0 {
@@ -107,8 +95,8 @@ func runPerftest(s *scenarios.Scenario, r *report.Result) {
 			vsLine = 100 * model / line
 		}
 		tbl.AddRow(key, model, paper, vsPaper, line, vsLine, mps, pps, float64(run.Message))
-		r.Add("perftest/"+key+"/gbps", model, "Gbps")
-		p := find(fmt.Sprintf("%s/%dB", rateKey(run.Rate), run.MTU))
+		r.Add(perftest.Metric(key), model, "Gbps")
+		p := find(fmt.Sprintf("%s/%dB", perftest.RateKey(int64(run.Rate)), run.MTU))
 		c := &cell{model, paper}
 		if run.Transport == scenarios.UD {
 			p.ud = c
