@@ -6,7 +6,7 @@
 //
 //	berun/wire        control protocol: bounded frames, strict messages, HMAC token handshake (fuzzed)
 //	berun/tcpx        framed messages over kernel TCP: the transport of the tcp roles
-//	berun/role        the Role plug-in interface and registry; built-in tcp-bulk and tcp-echo
+//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, perftest)
 //	berun/counters    NIC/fabric counters before and after a run (sysfs, ethtool -S, DCQCN sysfs)
 //	berun/plan        hosts file and run plan, turned into per-host assignments
 //	berun/agent       `berun agent`: one controller session at a time, roles at the start instant
@@ -24,14 +24,18 @@
 // host that dies or hangs as failed (host, phase, reason) and keeps the
 // others' results. Every wait on either side is bounded.
 //
-// besim scenarios with a ps-cluster workload run unedited (plan.FromScenario
-// maps the scenario's servers, rankers and trainers onto the hosts file):
-// the ps-server and ps-client roles replay the workload over kernel TCP with
-// besim's shard placement, draws, sizes and random streams, and the
-// controller also writes the run in besim's result format (controller.Report)
-// so `besim compare` puts simulation and hardware side by side. With
-// `--transport verbs` the same roles run the ByteExpress core on each
-// host's RDMA device (role/fanverbs.go: bemalloc on the device's PD, the
-// engine exchange over TCP, one wall-clock driver per I/O thread); agents
-// need -tags rdma, and refuse without a device.
+// besim scenarios with a ps-cluster or incast-pull workload, or a perftest
+// benchmark, run unedited (plan.FromScenario maps the scenario's servers,
+// clients, workers and victim flows onto the hosts file): the roles replay
+// the workload with the state machines besim simulates (workloads/ps,
+// workloads/incast, workloads/perftest: the same shard placement, draws,
+// sizes and random streams), and the controller also writes the run in
+// besim's result format (controller.Report) so `besim compare` puts
+// simulation and hardware side by side. With `--transport verbs` the
+// workload roles run the ByteExpress core on each host's RDMA device
+// (role/fanverbs.go: bemalloc on the device's PD, the engine exchange over
+// TCP, one wall-clock driver per I/O thread, the RoCE v2 GID and the
+// scenario's lossless priority); agents need -tags rdma, and refuse
+// without a device. Other scenario kinds (failover, the other benchmarks,
+// flows) are refused with a message saying so.
 package berun

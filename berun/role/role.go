@@ -2,7 +2,7 @@
 // during a run (send, sink, serve, fetch, push), and the agent runs the role
 // instances the controller assigns to its host through this interface.
 //
-// Two families are built in so that berun exercises real traffic today:
+// Built in, so that berun exercises real traffic today:
 //
 //   - tcp-bulk (mode send | sink): 1 MiB messages over kernel TCP as fast as
 //     the stack allows, acknowledged end to end; the throughput half of the
@@ -12,12 +12,18 @@
 //     outstanding requests, reporting latency percentiles; the latency
 //     half.
 //
-//   - ps-server and ps-client: a besim ps-cluster scenario (paper §2.1)
-//     replayed by the workload's own state machines (workloads/ps) over
-//     kernel TCP or, with param transport verbs, over the ByteExpress core
-//     on the host's RDMA device; they read the workload from
-//     Spec.Scenario. The fan-out runner they use (fanout.go, fanverbs.go)
-//     serves every request/answer workload the same way.
+//   - ps-server and ps-client (a besim ps-cluster scenario, paper §2.1),
+//     incast-server and incast-worker (an incast-pull scenario, §6.3):
+//     the workload replayed by its own state machines (workloads/ps,
+//     workloads/incast) over kernel TCP or, with param transport verbs,
+//     over the ByteExpress core on the host's RDMA device; they read the
+//     workload from Spec.Scenario. The fan-out runner they share
+//     (fanout.go, fanverbs.go) serves every request/answer workload the
+//     same way.
+//
+//   - perftest-server and perftest-client (a besim perftest benchmark,
+//     Table 2): the benchmark's endpoint (workloads/perftest) on the
+//     host's RDMA device, RC and UD SENDs at the link's rate and MTU.
 //
 // Further roles plug in the same way: a package calls Register from init
 // with a Factory, and the command links it in with a blank import. Nothing
