@@ -106,6 +106,14 @@ func Run(cfg Config) (*Result, error) {
 	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: cfg.Spines}
 	r := &psRun{cfg: &cfg, st: ps.NewStats()}
 	r.shardServer = ps.ShardServers(cfg.Shards, cfg.Servers)
+	// Release the RDMA hosts' registered memory (bemalloc pools are
+	// mmap'ed outside the Go heap) on every return: a sweep runs many
+	// simulations, failed ones too, in one process.
+	defer func() {
+		if r.be != nil && !r.closed {
+			_ = r.be.Close()
+		}
+	}()
 	var err error
 	if cfg.Transport == ps.TCP {
 		err = r.buildTCP(sc.Fabric, cl*hpl)
@@ -172,6 +180,7 @@ func Run(cfg Config) (*Result, error) {
 			res.Retransmits += st.Retransmits
 		}
 		_ = r.be.Close()
+		r.closed = true
 	}
 	return res, nil
 }
@@ -276,6 +285,7 @@ type psRun struct {
 	clients     []*psClient
 	connected   int
 	stopped     bool
+	closed      bool // the RDMA cluster's memory released
 	simrun.Failures
 }
 
