@@ -204,7 +204,7 @@ type Workload struct {
 	// `rpc: false` (or the key left out) sends them on the sockets
 	// directly.
 	RPC       *RPC       `yaml:"rpc,omitempty"`
-	Keepalive   *Keepalive `yaml:"keepalive,omitempty"`
+	Keepalive *Keepalive `yaml:"keepalive,omitempty"`
 }
 
 // RPC is the recovery policy of byteexpress/rpc (paper §7.2); zero fields
@@ -213,7 +213,7 @@ type Workload struct {
 // RPC layer off (ps-cluster only).
 type RPC struct {
 	// Off is `rpc: false`.
-	Off bool `yaml:"-"`
+	Off            bool     `yaml:"-"`
 	ConnectTimeout Duration `yaml:"connect_timeout"` // Tc, default 10ms
 	RequestTimeout Duration `yaml:"request_timeout"` // Tr, default 40ms
 	RetryProb      Fraction `yaml:"retry_prob"`      // default 50% (the paper gives no value)
