@@ -36,6 +36,13 @@ import (
 //     with probability RetryProb, at most MaxAttempts attempts); pushes are
 //     not (the ps server does not deduplicate updates), so a push that
 //     times out fails after Tr with rpc.ErrNotRetried (package rpc's doc);
+//   - with one replica the ladder ends quickly: PathTries timeouts of a
+//     server in a row change the path, the next one marks RDMA to it down
+//     and moves to TCP fallback, which is not given, so from then on every
+//     call to that server fails at once (rpc.ErrNoReplica) until a probe
+//     (every ProbeInterval, 30 s by default) or an answer on an attempt
+//     still in flight brings it back; a replicated service would switch
+//     replicas instead (workloads/failover);
 //   - the machine sees exactly one outcome per request: the first answer
 //     (a late answer to an earlier attempt is dropped and counted as
 //     stale), or, when the layer gives up, ps.Client.Failed.
@@ -51,8 +58,7 @@ const rpcErrorDelay = sim.Microsecond
 // an operation.
 type RPCStats struct {
 	Calls, Answered, Failed, Stale [2]int64
-	// Retried counts the calls that finished (answered or failed) after
-	// more than one attempt.
+	// Retried counts the calls answered after more than one attempt.
 	Retried [2]int64
 	// Retries are the new attempts after a timeout, Resent every message
 	// sent again (retries and re-sends after an engine error), Timeouts
@@ -201,9 +207,6 @@ func (pc *psClient) finished(now sim.Time, done []rpc.Completion) {
 			continue
 		}
 		pc.run.rpcStats.Failed[op]++
-		if c.Attempts > 1 {
-			pc.run.rpcStats.Retried[op]++
-		}
 		pc.failed(now, s.Header)
 	}
 }
