@@ -40,8 +40,7 @@ import (
 //     server in a row change the path, the next one marks RDMA to it down
 //     and moves to TCP fallback, which is not given, so from then on every
 //     call to that server fails at once (rpc.ErrNoReplica) until a probe
-//     (every ProbeInterval, 30 s by default) or an answer on an attempt
-//     still in flight brings it back; a replicated service would switch
+//     (every ProbeInterval, 30 s by default) brings it back; a replicated service would switch
 //     replicas instead (workloads/failover);
 //   - the machine sees exactly one outcome per request: the first answer
 //     (a late answer to an earlier attempt is dropped and counted as
