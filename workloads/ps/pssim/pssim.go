@@ -2,7 +2,10 @@
 // §2.1, Figure 1; Tables 5-7) over the simulated cluster: ByteExpress on
 // simhost's RNICs, or the kernel TCP model of tcpsim on the same fabric
 // (the paper's §8 baseline). It registers scenario kind ps-cluster and
-// reduces a run to the result format.
+// reduces a run to the result format. With Config.RPC (scenario key
+// workload.rpc) every fetch and push goes through the RPC layer,
+// byteexpress/rpc, as the paper's applications reach ByteExpress through
+// Archon (rpc.go says how it is wired).
 //
 // Applications are one long-lived value per host (simhost.App) and timers
 // are sim.Timer values: no closure or goroutine per message. Every random
