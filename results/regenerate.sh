@@ -59,6 +59,12 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 	T="push/count,push/p50,push/p99,push/incomplete,iteration/count,fetch_phase/p50,fetch_phase/p99,push_phase/p50,push_phase/p99,$C"
 	go run ./cmd/besim sweep -q -jobs 2 --set workload.rate=2000,5000,10000 --set workload.transport=rdma,tcp \
 		--metrics "user/count,user/p50,user/p99,user/dropped,$C,tcp/loss,tcp/timeouts" -o results/production/inference.json inference
+	# The inference fabric's oversubscription (issue 17): one spine with
+	# 400 Gbps uplinks (2:1, as inference.yaml ships) against two
+	# (non-blocking), at the 10,000 requests/s row (~9 minutes, 7 GB).
+	go run ./cmd/besim sweep -q -jobs 2 --set workload.spines=1,2 --set workload.rate=10000 \
+		--metrics user/count,user/p50,user/p99,user/dropped,fetch/p99,client/goodput,pfc/frames_tx_interval,fabric/ecn_marks \
+		-o results/production/inference-spines.json inference
 	# Table 7: the training scenario as shipped (8 shards per iteration) and
 	# with 32 (more data in flight per server), RDMA without and with the
 	# window, then TCP, which needs a long run: flows stalled on the 200 ms

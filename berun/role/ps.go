@@ -92,7 +92,6 @@ func newFan(spec Spec, server bool, kind scenarios.WorkloadKind, work func(s *sc
 	if err != nil {
 		return nil, err
 	}
-	w.kind = kind
 	if prio < 0 {
 		prio = losslessPrio(s)
 	}

@@ -120,6 +120,14 @@ func Run(cfg Config) (*Result, error) {
 	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: cfg.Spines}
 	r := &psRun{cfg: &cfg, st: ps.NewStats()}
 	r.shardServer = ps.ShardServers(cfg.Shards, cfg.Servers)
+	// Release the RDMA hosts' registered memory (bemalloc pools are
+	// mmap'ed outside the Go heap) on every return: a sweep runs many
+	// simulations, failed ones too, in one process.
+	defer func() {
+		if r.be != nil && !r.closed {
+			_ = r.be.Close()
+		}
+	}()
 	var err error
 	if cfg.RPC != nil && cfg.Transport == ps.TCP {
 		return nil, errors.New("workloads: ps: the RPC layer (byteexpress/rpc) runs over ByteExpress: it needs transport rdma, not tcp")
@@ -193,6 +201,7 @@ func Run(cfg Config) (*Result, error) {
 			res.FailedRequests, res.UsersFailed = st.Failed, st.UsersFailed
 		}
 		_ = r.be.Close()
+		r.closed = true
 	}
 	return res, nil
 }
@@ -311,6 +320,7 @@ type psRun struct {
 	firstServer int // host index of server 0 (RDMA)
 	rpcStats    RPCStats
 	rpcTimeouts int64
+	closed      bool // the RDMA cluster's memory released
 	simrun.Failures
 }
 
