@@ -44,6 +44,13 @@ for m in victim/goodput worker/goodput pull/p50 pull/p99; do
 			-o "results/fig15/$f.$ext" results/fig15/sweep.json
 	done
 done
+# ps-cluster through the RPC layer (workload.rpc, default false) and its
+# request timeout Tr at the latency scale (a few seconds)
+R='user/count,user/p50,user/p99,fetch/count,fetch/p50,fetch/p99,push/count,push/p50,push/p99,iteration/count,fetch/incomplete,push/incomplete,client/goodput,server/goodput,rnic/naks,rnic/timeouts,rpc/calls,rpc/timeouts,rpc/retries,rpc/resent,rpc/failed,rpc/stale,user/failed'
+go run ./cmd/besim sweep -q --set workload.rpc=false,true --metrics "$R" -o results/ps-rpc/sweep.json ps-cluster
+go run ./cmd/besim sweep -q --set workload.rpc.request_timeout=300us,1ms,40ms \
+	--metrics user/count,user/p50,user/p99,fetch/p99,push/p99,iteration/count,rpc/calls,rpc/timeouts,rpc/retries,rpc/failed,rpc/stale,user/failed \
+	-o results/ps-rpc/request_timeout.json ps-cluster
 for ext in png svg; do
 	go run ./cmd/besim plot --x workload.window --y largest -title "Table 4 (model): servers before PFC by send window" \
 		-o "results/table4/servers_before_pfc.$ext" results/table4/search.json

@@ -235,3 +235,60 @@ func TestWorkloadSpines(t *testing.T) {
 		t.Errorf("failover: %v, topology %+v", err, s)
 	}
 }
+
+// workload.rpc under ps-cluster is a boolean (or a mapping of the RPC
+// policy's keys, which turns it on): off when left out or false, on with
+// the paper's Tc and Tr when true; refused with transport tcp. Under
+// failover it cannot be false.
+func TestPSClusterRPCKey(t *testing.T) {
+	base := strings.Replace(workloadYAML, "kind: incast-pull", "kind: ps-cluster\n  rankers: 2", 1)
+	with := func(extra string) (*Scenario, error) {
+		return Parse("w.yaml", []byte(strings.Replace(base, "rankers: 2", "rankers: 2\n  "+extra, 1)))
+	}
+	s, err := Parse("w.yaml", []byte(base))
+	if err != nil || s.Workload.RPCOn() || s.Workload.RPC != nil {
+		t.Fatalf("left out: %v, on %v", err, s.Workload.RPCOn())
+	}
+	for _, c := range []struct {
+		yaml string
+		on   bool
+		tr   Duration
+	}{{"rpc: false", false, 0}, {"rpc: true", true, Duration(40 * sim.Millisecond)}, {"rpc: {request_timeout: 5ms}", true, Duration(5 * sim.Millisecond)}} {
+		s, err := with(c.yaml)
+		if err != nil {
+			t.Fatalf("%s: %v", c.yaml, err)
+		}
+		w := s.Workload
+		if w.RPCOn() != c.on || (c.on && (w.RPC.RequestTimeout != c.tr || w.RPC.ConnectTimeout != Duration(10*sim.Millisecond) || w.RPC.MaxAttempts != 3)) {
+			t.Errorf("%s: on %v, %+v", c.yaml, w.RPCOn(), *w.RPC)
+		}
+		// The printed scenario loads back to the same setting.
+		b, err := s.YAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Parse("p.yaml", b)
+		if err != nil || s2.Workload.RPCOn() != c.on {
+			t.Errorf("%s printed and loaded again: %v, on %v", c.yaml, err, s2 != nil && s2.Workload.RPCOn())
+		}
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"rpc: 3", `workload.rpc: "3" is neither a boolean (true, false) nor a mapping of RPC keys`},
+		{"rpc: yes please", `workload.rpc: "yes please" is neither a boolean`},
+		{"rpc: {speed: 1}", `unknown key "speed"`},
+		{"rpc: {request_timeout: 0s}", "workload.rpc.request_timeout"},
+		{"rpc: true\n  transport: tcp\n  tcp: {prio: 0}", "workload.rpc: the RPC layer (byteexpress/rpc) runs over ByteExpress: it needs transport rdma (transport is tcp"},
+	} {
+		if _, err := with(c.yaml); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	if _, err := with("rpc: false\n  transport: tcp"); err != nil && strings.Contains(err.Error(), "workload.rpc") {
+		t.Errorf("rpc: false with tcp: %v", err)
+	}
+	fo, _ := builtinFS.ReadFile("builtin/failover.yaml")
+	fo = []byte(strings.Replace(string(fo), "  rpc: {connect_timeout: 10ms, request_timeout: 40ms, retry_prob: 100%, max_attempts: 5}", "  rpc: false", 1))
+	if _, err := Parse("f.yaml", fo); err == nil || !strings.Contains(err.Error(), "workload.rpc: false: failover always runs through the RPC layer") {
+		t.Errorf("failover rpc: false: %v", err)
+	}
+}
