@@ -19,6 +19,13 @@
 // roles and go back to listening; an Abort makes it cancel them and still
 // upload what they measured. A role that panics is reported as an error,
 // never taking the agent down.
+//
+// What a controller sends is checked before it is used: the scenario's
+// sha256 must be that of its raw bytes (package wire refuses the message
+// otherwise), a role must bind a given address, not a wildcard (0.0.0.0,
+// ::; allowed only with AllowWildcard, as for the agent's listener), and
+// netdev and RDMA device names must be plain names (wire.CheckDevice), as
+// the counter reader joins them into sysfs paths.
 package agent
 
 import (
@@ -44,7 +51,8 @@ import (
 // Config configures an agent.
 type Config struct {
 	// Listen is the control address; the host part must be given (a
-	// wildcard address needs AllowWildcard).
+	// wildcard address needs AllowWildcard, which also lets a controller
+	// assign roles wildcard bind addresses).
 	Listen        string
 	AllowWildcard bool
 	// Token is the shared secret (wire.LoadToken).
