@@ -59,7 +59,7 @@ const psnMask = 1<<24 - 1
 
 // maxUnacked is the most PSNs a requester has outstanding (assigned and not
 // acknowledged): half the 24-bit PSN space, so that every serial comparison
-// between PSNs of the window is unambiguous (IBTA 9.7.4.1.3). A WQE whose
+// between PSNs of the window is unambiguous. A WQE whose
 // packets would exceed it waits for acknowledgements; one WQE alone never
 // does (at most 2 GiB at a 256 B MTU: exactly 2^23 packets).
 const maxUnacked = 1 << 23
