@@ -190,6 +190,11 @@ func TestFaultsSection(t *testing.T) {
 		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1us, period: 2us, count: 1000000000}", "faults[0].count: 1000000000 is too large (at most 10000"},
 		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1ms, period: 50ms, count: 4}", "faults[0].count: 4 flaps every 50ms from 5ms do not fit before the end of the run (duration 150ms): at most 3 would fire"},
 		{storm, "{kind: pfc-storm, at: 10ms, host: 0, prio: 3}", "{kind: host-crash, at: 10ms, host: 0}", "host-crash needs hosts with the RPC recovery layer: use workload kind failover"},
+		// A loss fault's frames and direction: strict values, loss only.
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: loss, at: 5ms, host: 8, drop: 1%, frames: acks}", `"acks" is not a loss frame selection (allowed: all, data)`},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: loss, at: 5ms, host: 8, drop: 1%, direction: up}", `"up" is not a loss direction (allowed: both, out, in)`},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-down, at: 5ms, host: 8, frames: data}", "faults[0].frames: not used by kind link-down"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: pfc-storm, at: 5ms, host: 8, direction: in}", "faults[0].direction: not used by kind pfc-storm"},
 	} {
 		_, err := Parse("f.yaml", []byte(strings.Replace(string(c.src), c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
