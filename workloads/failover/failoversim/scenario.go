@@ -1,16 +1,15 @@
-package failover
+package failoversim
 
 import (
 	"fmt"
 	"io"
 	"math"
-	"time"
 
-	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/workloads/failover"
 )
 
 func init() { experiment.Register(string(scenarios.Failover), build) }
@@ -38,27 +37,20 @@ func build(s *scenarios.Scenario) (experiment.Runner, error) {
 		}}, nil
 }
 
-// FromScenario translates a workload scenario of kind failover.
+// FromScenario translates a workload scenario of kind failover: the
+// workload (failover.FromScenario), the cluster it runs on, with the
+// scenario's keepalive, and its faults.
 func FromScenario(s *scenarios.Scenario) (Config, error) {
-	w := s.Workload
 	sc, err := experiment.ClusterConfig(s)
 	if err != nil {
 		return Config{}, err
 	}
-	sc.BE.KeepaliveInterval = simhostDuration(w.Keepalive.Interval.Time())
-	sc.BE.KeepaliveTimeout = simhostDuration(w.Keepalive.Timeout.Time())
-	if w.Keepalive.Interval == 0 {
-		sc.BE.KeepaliveInterval = -1 // the scenario's 0 is "off"; byteexpress reads 0 as its default
+	w, err := failover.FromScenario(s)
+	if err != nil {
+		return Config{}, err
 	}
-	rc := rpc.DefaultConfig()
-	rc.ConnTimeout = simhostDuration(w.RPC.ConnectTimeout.Time())
-	rc.RequestTimeout = simhostDuration(w.RPC.RequestTimeout.Time())
-	rc.RetryProb, rc.MaxAttempts = w.RPC.RetryProb.Float64(), w.RPC.MaxAttempts
-	rc.Window, rc.ProbeInterval = simhostDuration(w.RPC.QuarantineWindow.Time()), simhostDuration(w.RPC.ProbeInterval.Time())
-	rc.MaxConnFailures, rc.MaxReqFailures = w.RPC.MaxConnFailures, w.RPC.MaxReqFailures
-	return Config{Cluster: sc, Shards: w.Shards, Clients: w.Clients, Outstanding: w.Outstanding,
-		Response: int(w.Response.Size), Request: int(w.Request), HostsPerLeaf: w.HostsPerLeaf, Spines: w.Spines, Warmup: w.Warmup.Time(),
-		RPC: rc, Faults: experiment.FaultSpecs(s), Run: s.Duration.Time(), Seed: s.Seed, TCPFallback: w.TCPFallback}, nil
+	sc.BE.KeepaliveInterval, sc.BE.KeepaliveTimeout = w.KeepaliveInterval, w.KeepaliveTimeout
+	return Config{Config: w, Cluster: sc, Faults: experiment.FaultSpecs(s)}, nil
 }
 
 func b2f(b bool) float64 {
@@ -112,10 +104,8 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 	r.Series = append(r.Series, ser)
 	r.Tables = append(r.Tables, tbl)
 	r.Notes = append(r.Notes, fmt.Sprintf("layout: clients are hosts 0..%d; replica A of shard s is host %d+s, replica B host %d+s",
-		cfg.Clients-1, max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf), 2*max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf)))
+		cfg.Clients-1, cfg.Hosts(), 2*cfg.Hosts()))
 	for _, e := range res.Errors {
 		r.Notes = append(r.Notes, "error: "+e.Error())
 	}
 }
-
-func simhostDuration(t sim.Time) time.Duration { return time.Duration(t / sim.Nanosecond) }
