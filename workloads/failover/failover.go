@@ -21,11 +21,13 @@ package failover
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/byteexpress/rpc"
+	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 )
@@ -383,4 +385,99 @@ func RateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
 		return base, -1
 	}
 	return base, 0
+}
+
+// Summary is what one run measured, summed over its clients: the numbers
+// both runners reduce to the same metric names (Metrics).
+type Summary struct {
+	Started, Completed, Failed, Retries, Resent, Stranded, TCPSends int
+	ConnFailures, ReqFailures                                       int
+	QuarantineTrips, QuarantineReleases, QuarantinedAtEnd           int
+	// DetectedAfter, RecoveredAfter and RateRecoveredAfter as in Stats
+	// and RateRecovery (negative: never); BaseRate is fetches per Bin.
+	DetectedAfter, RecoveredAfter, RateRecoveredAfter sim.Time
+	BaseRate                                          float64
+	Bin                                               sim.Time
+}
+
+// Metric is one number of a run: its name under failover/, unit, the
+// table row it fills and its value.
+type Metric struct {
+	Name, Unit, Row string
+	V               float64
+}
+
+// Metrics lists the run's metrics in the order of its table.
+func (s *Summary) Metrics() []Metric {
+	ms := func(t sim.Time) float64 {
+		if t < 0 {
+			return math.NaN() // never: a missing value (null in JSON)
+		}
+		return t.Seconds() * 1e3
+	}
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	return []Metric{
+		{"started", "", "fetches started", float64(s.Started)},
+		{"completed", "", "completed", float64(s.Completed)},
+		{"failed", "", "failed", float64(s.Failed)},
+		{"retried", "", "retried (request timeout)", float64(s.Retries)},
+		{"resent", "", "re-sent (after a timeout or an engine error)", float64(s.Resent)},
+		{"stranded", "", "outstanding at the end", float64(s.Stranded)},
+		{"tcp_sends", "", "sent over the TCP fallback", float64(s.TCPSends)},
+		{"conn_failures", "", "connection failures (summed over clients)", float64(s.ConnFailures)},
+		{"req_failures", "", "request failures", float64(s.ReqFailures)},
+		{"quarantine_trips", "", "quarantine trips", float64(s.QuarantineTrips)},
+		{"quarantine_releases", "", "quarantine releases", float64(s.QuarantineReleases)},
+		{"quarantined_at_end", "", "nodes quarantined at the end", float64(s.QuarantinedAtEnd)},
+		{"detected_after", "ms", "detected after (ms)", ms(s.DetectedAfter)},
+		{"recovered_after", "ms", "first retried fetch answered after (ms)", ms(s.RecoveredAfter)},
+		{"rate_before", "fetches/ms", "rate before the fault (fetches/ms)", s.BaseRate / ms(s.Bin)}, // per ms bin
+		{"rate_recovered_after", "ms", "rate back to 90% after (ms; 0 never dipped, missing if never back)", ms(s.RateRecoveredAfter)},
+		{"rate_never_recovered", "", "rate never back to 90% (1 yes, 0 no)", b2f(s.RateRecoveredAfter < 0)},
+	}
+}
+
+// AddRPC adds client c's RPC-layer counters at now (the end of the run)
+// to s: retries, re-sends, stranded calls, TCP sends and the quarantine's
+// (releases due by now count).
+func (s *Summary) AddRPC(c *rpc.Client, now time.Duration) {
+	s.Retries += c.Policy.Tracker.Stats.Retries
+	s.Resent += c.Resent
+	s.Stranded += c.Outstanding()
+	s.TCPSends += c.TCPSends
+	q := c.Policy.Quarantine
+	q.Tick(now)
+	s.ConnFailures += q.Stats.ConnFailures
+	s.ReqFailures += q.Stats.ReqFailures
+	s.QuarantineTrips += q.Stats.Trips
+	s.QuarantineReleases += q.Stats.Releases
+	s.QuarantinedAtEnd += len(q.ExcludedNodes(now))
+}
+
+// Table adds s's metrics to r (as failover/NAME) and returns them as the
+// run's table, in the same order: both runners' reduction.
+func Table(r *report.Result, s *Summary) report.Table {
+	tbl := report.Table{Name: "failover", Title: "Recovery (paper §7.2): fetches through the RPC layer, times after the first fault",
+		KeyName: "what", Columns: []report.Column{{Name: "value"}}}
+	for _, m := range s.Metrics() {
+		r.Add("failover/"+m.Name, m.V, m.Unit)
+		tbl.AddRow(m.Row, m.V)
+	}
+	return tbl
+}
+
+// RateSeries is the completion rate per bin (fetches/ms), each point at
+// its bin's end.
+func RateSeries(bins []int, bin sim.Time) report.Series {
+	ser := report.Series{Name: "failover/rate", Unit: "fetches/ms"}
+	for i, v := range bins {
+		ser.T = append(ser.T, (sim.Time(i+1) * bin).Seconds())
+		ser.V = append(ser.V, float64(v)/(bin.Seconds()*1e3))
+	}
+	return ser
 }

@@ -179,20 +179,13 @@ func Run(cfg Config) (*Result, error) {
 	}
 	r.BaseRate, r.RateRecoveredAfter = failover.RateRecovery(st.Bins, cfg.Bin, r.FaultAt)
 	r.Report, r.Events = c.Network().Report(), c.Kernel().Events()
+	var sum failover.Summary
 	for _, fc := range x.clients {
-		rc := fc.m.RPC()
-		r.Retries += rc.Policy.Tracker.Stats.Retries
-		r.Resent += rc.Resent
-		r.Stranded += rc.Outstanding()
-		r.TCPSends += rc.TCPSends
-		q := rc.Policy.Quarantine
-		q.Tick(simhost.CoreTime(c.Now())) // releases due by the end count
-		r.ConnFailures += q.Stats.ConnFailures
-		r.ReqFailures += q.Stats.ReqFailures
-		r.QuarantineTrips += q.Stats.Trips
-		r.QuarantineReleases += q.Stats.Releases
-		r.QuarantinedAtEnd += len(q.ExcludedNodes(simhost.CoreTime(c.Now())))
+		sum.AddRPC(fc.m.RPC(), simhost.CoreTime(c.Now()))
 	}
+	r.Retries, r.Resent, r.Stranded, r.TCPSends = sum.Retries, sum.Resent, sum.Stranded, sum.TCPSends
+	r.ConnFailures, r.ReqFailures = sum.ConnFailures, sum.ReqFailures
+	r.QuarantineTrips, r.QuarantineReleases, r.QuarantinedAtEnd = sum.QuarantineTrips, sum.QuarantineReleases, sum.QuarantinedAtEnd
 	for i := range r.LastServed {
 		if r.Served[i] == 0 {
 			r.LastServed[i] = -1

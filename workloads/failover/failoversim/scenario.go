@@ -3,12 +3,10 @@ package failoversim
 import (
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
-	"github.com/besim/besim/sim"
 	"github.com/besim/besim/workloads/failover"
 )
 
@@ -53,56 +51,20 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 	return Config{Config: w, Cluster: sc, Faults: experiment.FaultSpecs(s)}, nil
 }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
+// Summary is res as the numbers both runners reduce.
+func (res *Result) Summary() failover.Summary {
+	return failover.Summary{Started: res.Started, Completed: res.Completed, Failed: res.Failed, Retries: res.Retries,
+		Resent: res.Resent, Stranded: res.Stranded, TCPSends: res.TCPSends, ConnFailures: res.ConnFailures,
+		ReqFailures: res.ReqFailures, QuarantineTrips: res.QuarantineTrips, QuarantineReleases: res.QuarantineReleases,
+		QuarantinedAtEnd: res.QuarantinedAtEnd, DetectedAfter: res.DetectedAfter, RecoveredAfter: res.RecoveredAfter,
+		RateRecoveredAfter: res.RateRecoveredAfter, BaseRate: res.BaseRate, Bin: res.Bin}
 }
 
 // Reduce adds one failover run's metrics, tables and series to r.
 func Reduce(r *report.Result, cfg *Config, res *Result) {
-	ms := func(t sim.Time) float64 {
-		if t < 0 {
-			return math.NaN() // never: a missing value (null in JSON)
-		}
-		return t.Seconds() * 1e3
-	}
-	// One list feeds both the metrics and the table, in the same order.
-	tbl := report.Table{Name: "failover", Title: "Recovery (paper §7.2): fetches through the RPC layer, times after the first fault",
-		KeyName: "what", Columns: []report.Column{{Name: "value"}}}
-	for _, m := range []struct {
-		metric, unit, row string
-		v                 float64
-	}{
-		{"started", "", "fetches started", float64(res.Started)},
-		{"completed", "", "completed", float64(res.Completed)},
-		{"failed", "", "failed", float64(res.Failed)},
-		{"retried", "", "retried (request timeout)", float64(res.Retries)},
-		{"resent", "", "re-sent (after a timeout or an engine error)", float64(res.Resent)},
-		{"stranded", "", "outstanding at the end", float64(res.Stranded)},
-		{"tcp_sends", "", "sent over the TCP fallback", float64(res.TCPSends)},
-		{"conn_failures", "", "connection failures (summed over clients)", float64(res.ConnFailures)},
-		{"req_failures", "", "request failures", float64(res.ReqFailures)},
-		{"quarantine_trips", "", "quarantine trips", float64(res.QuarantineTrips)},
-		{"quarantine_releases", "", "quarantine releases", float64(res.QuarantineReleases)},
-		{"quarantined_at_end", "", "nodes quarantined at the end", float64(res.QuarantinedAtEnd)},
-		{"detected_after", "ms", "detected after (ms)", ms(res.DetectedAfter)},
-		{"recovered_after", "ms", "first retried fetch answered after (ms)", ms(res.RecoveredAfter)},
-		{"rate_before", "fetches/ms", "rate before the fault (fetches/ms)", res.BaseRate / ms(res.Bin)}, // per ms bin
-		{"rate_recovered_after", "ms", "rate back to 90% after (ms; 0 never dipped, missing if never back)", ms(res.RateRecoveredAfter)},
-		{"rate_never_recovered", "", "rate never back to 90% (1 yes, 0 no)", b2f(res.RateRecoveredAfter < 0)},
-	} {
-		r.Add("failover/"+m.metric, m.v, m.unit)
-		tbl.AddRow(m.row, m.v)
-	}
-	ser := report.Series{Name: "failover/rate", Unit: "fetches/ms"}
-	for i, v := range res.Rate {
-		ser.T = append(ser.T, (sim.Time(i+1) * res.Bin).Seconds())
-		ser.V = append(ser.V, float64(v)/ms(res.Bin))
-	}
-	r.Series = append(r.Series, ser)
-	r.Tables = append(r.Tables, tbl)
+	sum := res.Summary()
+	r.Tables = append(r.Tables, failover.Table(r, &sum))
+	r.Series = append(r.Series, failover.RateSeries(res.Rate, res.Bin))
 	r.Notes = append(r.Notes, fmt.Sprintf("layout: clients are hosts 0..%d; replica A of shard s is host %d+s, replica B host %d+s",
 		cfg.Clients-1, cfg.Hosts(), 2*cfg.Hosts()))
 	for _, e := range res.Errors {
