@@ -73,7 +73,7 @@ func checkFailover(t *testing.T, out map[string]*inst, crash bool) {
 		if !ok {
 			t.Fatalf("%s: detail %T", id, in.res.Detail)
 		}
-		t.Logf("%s: %v; served %v; %v", id, m, d.Served, d.Errors)
+		t.Logf("%s: %v; served %v; first bins %v; %v", id, m, d.Served, d.Bins[:min(12, len(d.Bins))], d.Errors)
 		completed += m["completed"]
 		if m["failed"] != 0 || m["completed"] == 0 || m["started"] != m["completed"]+m["stranded"] {
 			t.Errorf("%s: started %v, completed %v, failed %v, stranded %v", id, m["started"], m["completed"], m["failed"], m["stranded"])
