@@ -600,7 +600,14 @@ func (c *foTCPConn) Send(hdr []byte, n int) error {
 	p := c.buf[:n]
 	clear(p)
 	copy(p, hdr)
-	return c.c.WriteMsg(p)
+	if err := c.c.WriteMsg(p); err != nil {
+		// The peer is gone (a crash), and the loop has not heard yet:
+		// as over verbs (foBEDialer), the request went into a dead
+		// connection. Closing it makes sure the reader reports the
+		// failure, which re-sends it.
+		_ = c.c.Close()
+	}
+	return nil
 }
 
 func (c *foTCPConn) Close() {
