@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/besim/besim/berun/role"
 	"github.com/besim/besim/report"
@@ -101,5 +102,5 @@ func failoverReport(r *report.Result, rf *ResultFile) {
 			by = append(by, fmt.Sprintf("%d: %d", i, v))
 		}
 	}
-	r.Notes = append(r.Notes, fmt.Sprintf("fetches answered per host (scenario layout index): %v", by))
+	r.Notes = append(r.Notes, "fetches answered per host (scenario layout index): "+strings.Join(by, ", "))
 }
