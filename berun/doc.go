@@ -24,11 +24,11 @@
 // host that dies or hangs as failed (host, phase, reason) and keeps the
 // others' results. Every wait on either side is bounded.
 //
-// besim scenarios with a ps-cluster or incast-pull workload, or a perftest
-// benchmark, run unedited (plan.FromScenario maps the scenario's servers,
+// besim scenarios with a ps-cluster, incast-pull or failover workload, or
+// a perftest benchmark, run unedited (plan.FromScenario maps the scenario's servers,
 // clients, workers and victim flows onto the hosts file): the roles replay
 // the workload with the state machines besim simulates (workloads/ps,
-// workloads/incast, workloads/perftest: the same shard placement, draws,
+// workloads/incast, workloads/failover, workloads/perftest: the same shard placement, draws,
 // sizes and random streams), and the controller also writes the run in
 // besim's result format (controller.Report) so `besim compare` puts
 // simulation and hardware side by side. With `--transport verbs` the
@@ -36,6 +36,8 @@
 // (role/fanverbs.go: bemalloc on the device's PD, the engine exchange over
 // TCP, one wall-clock driver per I/O thread, the RoCE v2 GID and the
 // scenario's lossless priority); agents need -tags rdma, and refuse
-// without a device. Other scenario kinds (failover, the other benchmarks,
-// flows) are refused with a message saying so.
+// without a device. A failover scenario's host crash becomes the crashed
+// server closing its endpoint; its other fault kinds, and the other
+// scenario kinds (the other benchmarks, flows), are refused with a message
+// saying so.
 package berun

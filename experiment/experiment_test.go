@@ -9,7 +9,7 @@ import (
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 	_ "github.com/besim/besim/workloads/all"
-	"github.com/besim/besim/workloads/failover"
+	"github.com/besim/besim/workloads/failover/failoversim"
 	"github.com/besim/besim/workloads/ps/pssim"
 )
 
@@ -187,7 +187,7 @@ func TestAckTimeoutKey(t *testing.T) {
 			}
 			var got uint8
 			if name == "failover" {
-				cfg, err := failover.FromScenario(s)
+				cfg, err := failoversim.FromScenario(s)
 				if err != nil {
 					t.Fatal(err)
 				}

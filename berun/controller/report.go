@@ -21,7 +21,8 @@ import (
 // client/ and server/ goodput in Gbps); incast runs besim's incast-pull
 // names (pull/ count and latency in us, worker/ and victim/ goodput);
 // perftest runs besim's table2 names (perftest/RATE/MTU/TRANSPORT/gbps,
-// keyed by the hosts' link); every role's own metrics follow as
+// keyed by the hosts' link); failover runs besim's failover/ names
+// (failoverReport); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
 // and nak/ totals, and where they did not a note says so instead of a zero.
 func Report(rf *ResultFile) *report.Result {
@@ -30,6 +31,7 @@ func Report(rf *ResultFile) *report.Result {
 	psReport(r, rf)
 	incastReport(r, rf)
 	perftestReport(r, rf)
+	failoverReport(r, rf)
 	counterTotals(r, rf)
 	for _, h := range rf.Hosts {
 		for _, ro := range h.Roles {

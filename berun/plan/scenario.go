@@ -14,12 +14,13 @@ import (
 
 // psKinds are the scenario roles a host may be restricted to (ps_roles):
 // a ps-cluster's servers, rankers and trainers, an incast-pull's servers
-// and workers.
-var psKinds = []string{"server", "ranker", "trainer", "worker"}
+// and workers, a failover scenario's servers and clients.
+var psKinds = []string{"server", "ranker", "trainer", "worker", "client"}
 
-// FromScenario turns a besim scenario with a ps-cluster or incast-pull
-// workload, or a perftest benchmark (perftestPlan), into a run plan, so that the file besim simulates is the file
-// berun replays (see psPlan and incastPlan for the instances). Instances
+// FromScenario turns a besim scenario with a ps-cluster, incast-pull or
+// failover workload, or a perftest benchmark (perftestPlan), into a run
+// plan, so that the file besim simulates is the file berun replays (see
+// psPlan, incastPlan and failoverPlan for the instances). Instances
 // go round-robin, in hosts-file order, over the hosts whose ps_roles allow
 // them (all hosts by default). The whole scenario travels to the agents
 // (Plan.Raw), where the roles read the workload from it.
@@ -36,7 +37,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		return perftestPlan(file, data, s, hs, dur)
 	}
 	w := s.Workload
-	if w == nil || w.Kind != scenarios.PSCluster && w.Kind != scenarios.IncastPull {
+	if w == nil || w.Kind != scenarios.PSCluster && w.Kind != scenarios.IncastPull && w.Kind != scenarios.Failover {
 		kind := "flows"
 		switch {
 		case s.Benchmark != nil:
@@ -44,7 +45,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster and incast-pull workloads and perftest benchmarks; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads and perftest benchmarks; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -60,6 +61,9 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	p.Duration = p.Dur.String()
 	if w.Kind == scenarios.IncastPull {
 		return incastPlan(p, file, w, hs)
+	}
+	if w.Kind == scenarios.Failover {
+		return failoverPlan(p, file, s, hs)
 	}
 	return psPlan(p, file, w, hs)
 }
@@ -203,5 +207,74 @@ func perftestPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, du
 	p.Roles = append(p.Roles,
 		RoleEntry{ID: "perftest-server", Role: "perftest-server", Host: server, Params: map[string]string{}},
 		RoleEntry{ID: "perftest-client", Role: "perftest-client", Host: client, Peers: []string{"perftest-server"}, Params: map[string]string{}})
+	return p, nil
+}
+
+// failoverPlan: besim's replica hosts become serverN (role
+// failover-server, N the host index of the scenario's layout: replica A of
+// shard s is L+s, replica B 2L+s), its client i clientI (role
+// failover-client) with every server as a peer, replica A of each shard
+// first. The fault is a host crash berun can cause: the scenario's
+// host-crash (without a restart) of a replica host becomes crash_at on
+// that server, the warmup plus the fault's at after the start, and the
+// clients measure from it; without faults, as in besim, replica A of
+// shard 0 crashes 5 ms after the warmup. Any other fault is refused, and
+// so is tcp_fallback (the roles have no second transport).
+func failoverPlan(p *Plan, file string, s *scenarios.Scenario, hs *Hosts) (*Plan, error) {
+	w := s.Workload
+	take := takers(hs)
+	var errs []error
+	if len(take["server"]) == 0 {
+		errs = append(errs, fmt.Errorf("%s: %d replica servers but no host in the hosts file takes servers (ps_roles)", file, 2*w.Shards))
+	}
+	if len(take["client"]) == 0 {
+		errs = append(errs, fmt.Errorf("%s: %d clients but no host in the hosts file takes clients (ps_roles)", file, w.Clients))
+	}
+	if w.TCPFallback {
+		errs = append(errs, fmt.Errorf("%s: workload.tcp_fallback: the failover roles have one transport (--transport); berun cannot replay the fallback to TCP", file))
+	}
+	L := max(w.Shards, w.Clients, w.HostsPerLeaf)
+	crashHost, crashAt := L, 5*time.Millisecond // besim's default fault
+	for i, f := range s.Faults {
+		at := fmt.Sprintf("%s: faults[%d]", file, i)
+		switch {
+		case i > 0:
+			errs = append(errs, fmt.Errorf("%s: berun replays one fault, a host crash; this scenario has %d (simulate the others with besim)", at, len(s.Faults)))
+		case f.Kind != scenarios.FaultHostCrash:
+			errs = append(errs, fmt.Errorf("%s: kind %s: berun can cause a host crash (the server closes its endpoint) and nothing else; simulate %s with besim", at, f.Kind, f.Kind))
+		case f.Duration > 0:
+			errs = append(errs, fmt.Errorf("%s: duration %s: a crashed server does not come back in berun; drop the duration", at, f.Duration))
+		case f.Host == nil || (*f.Host < L || *f.Host >= L+w.Shards) && (*f.Host < 2*L || *f.Host >= 2*L+w.Shards):
+			errs = append(errs, fmt.Errorf("%s: host: berun crashes a replica server (hosts %d..%d and %d..%d)", at, L, L+w.Shards-1, 2*L, 2*L+w.Shards-1))
+		default:
+			crashHost, crashAt = *f.Host, time.Duration(f.At.Time()/sim.Nanosecond)
+		}
+		if i > 0 {
+			break
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	crash := time.Duration(w.Warmup.Time()/sim.Nanosecond) + crashAt
+	if crash >= p.Dur {
+		return nil, fmt.Errorf("%s: the crash at %v (warmup and fault) is not before the end of the run, %v (use --duration)", file, crash, p.Dur)
+	}
+	var servers []string
+	for _, base := range []int{L, 2 * L} {
+		for sh := range w.Shards {
+			id := "server" + strconv.Itoa(base+sh)
+			servers = append(servers, id)
+			params := map[string]string{"index": strconv.Itoa(base + sh)}
+			if base+sh == crashHost {
+				params["crash_at"] = crash.String()
+			}
+			p.Roles = append(p.Roles, RoleEntry{ID: id, Role: "failover-server", Host: take["server"][(len(servers)-1)%len(take["server"])], Params: params})
+		}
+	}
+	for i := range w.Clients {
+		p.Roles = append(p.Roles, RoleEntry{ID: "client" + strconv.Itoa(i), Role: "failover-client", Host: take["client"][i%len(take["client"])],
+			Peers: servers, Params: map[string]string{"index": strconv.Itoa(i), "fault_at": crash.String(), "crashed": strconv.Itoa(crashHost)}})
+	}
 	return p, nil
 }

@@ -62,11 +62,11 @@ func TestFromScenario(t *testing.T) {
 			t.Errorf("got %v, want %q", err, c.want)
 		}
 	}
-	if _, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1, ps_roles: [victim]}]`)); err == nil || !strings.Contains(err.Error(), `"victim" is not one of server, ranker, trainer, worker`) {
+	if _, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1, ps_roles: [victim]}]`)); err == nil || !strings.Contains(err.Error(), `"victim" is not one of server, ranker, trainer, worker, client`) {
 		t.Errorf("bad ps_roles: %v", err)
 	}
 	inc, _ := scenarios.Builtin("incast")
-	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster and incast-pull workloads and perftest benchmarks; this scenario has flows") {
+	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster, incast-pull and failover workloads and perftest benchmarks; this scenario has flows") {
 		t.Errorf("incast: %v", err)
 	}
 	if !IsScenario(scen) || IsScenario([]byte(planYAML)) {
@@ -170,5 +170,64 @@ func TestHostsDeviceNames(t *testing.T) {
 	}
 	if _, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1, netdevs: [eth2], rdma_devices: [mlx5_0]}]`)); err != nil {
 		t.Errorf("plain names: %v", err)
+	}
+}
+
+// A failover scenario: eight replica servers (hosts 8..11 and 16..19 of
+// the layout), two clients peering with all of them, replica A first; the
+// scenario's host crash becomes crash_at on its server and fault_at on
+// the clients; what berun cannot cause is refused, saying why.
+func TestFromFailoverScenario(t *testing.T) {
+	hs, err := ParseHosts("h.yaml", []byte(`hosts:
+  - {name: a, control: "127.0.0.1:7001", data: 127.0.0.1, ps_roles: [client]}
+  - {name: b, control: "127.0.0.1:7002", data: 127.0.0.2, ps_roles: [server]}
+  - {name: c, control: "127.0.0.1:7003", data: 127.0.0.3, ps_roles: [server]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := scenarios.Builtin("failover")
+	p, err := FromScenario("failover.yaml", data, hs, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Assign(p, hs); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]RoleEntry{}
+	for _, r := range p.Roles {
+		got[r.ID] = r
+	}
+	if len(p.Roles) != 10 {
+		t.Fatalf("%d roles, want 8 servers and 2 clients: %+v", len(p.Roles), p.Roles)
+	}
+	s8, c1 := got["server8"], got["client1"]
+	if s8.Role != "failover-server" || s8.Params["crash_at"] != "5.2ms" || got["server16"].Params["crash_at"] != "" {
+		t.Errorf("server8 %+v, server16 %+v: want crash_at 5.2ms (warmup 200us + at 5ms) on server8 only", s8, got["server16"])
+	}
+	if c1.Role != "failover-client" || c1.Host != "a" || c1.Params["fault_at"] != "5.2ms" || c1.Params["crashed"] != "8" ||
+		len(c1.Peers) != 8 || c1.Peers[0] != "server8" || c1.Peers[4] != "server16" {
+		t.Errorf("client1 %+v", c1)
+	}
+	if s8.Host == "a" || got["server9"].Host == s8.Host {
+		t.Errorf("servers on %s and %s: want the server hosts, round-robin", s8.Host, got["server9"].Host)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{"- {kind: host-crash, at: 5ms, host: 8}", "- {kind: link-down, at: 5ms, host: 8}", "berun can cause a host crash"},
+		{"- {kind: host-crash, at: 5ms, host: 8}", "- {kind: host-crash, at: 5ms, host: 8, duration: 10ms}", "does not come back"},
+		{"- {kind: host-crash, at: 5ms, host: 8}", "- {kind: host-crash, at: 5ms, host: 0}", "crashes a replica server"},
+		{"- {kind: host-crash, at: 5ms, host: 8}", "- {kind: host-crash, at: 5ms, host: 8}\n  - {kind: host-crash, at: 9ms, host: 9}", "one fault"},
+		{"keepalive:", "tcp_fallback: true\n  keepalive:", "tcp_fallback"},
+	} {
+		scen := strings.Replace(string(data), c.from, c.to, 1)
+		if scen == string(data) {
+			t.Fatalf("failover scenario changed: %q not found", c.from)
+		}
+		if _, err := FromScenario("failover.yaml", []byte(scen), hs, time.Second); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.to, err, c.want)
+		}
+	}
+	if _, err := FromScenario("failover.yaml", data, hs, 3*time.Millisecond); err == nil || !strings.Contains(err.Error(), "not before the end of the run") {
+		t.Errorf("a run ending before the crash: %v", err)
 	}
 }

@@ -10,7 +10,7 @@
 // never crosses the network (HMAC challenge-response, package berun/wire).
 // Data moves over kernel TCP (the tcp roles: the paper's §8 baseline) and,
 // built with -tags rdma, RDMA verbs through verbs/ibv (selftest, the
-// parameter-server and incast roles with --transport verbs: the
+// parameter-server, incast and failover roles with --transport verbs: the
 // ByteExpress core on the host's device, and the perftest roles, which
 // are verbs only). See berun/plan for the two input
 // files and berun/controller for the result file.
@@ -191,11 +191,12 @@ HOSTS.yaml:
     - {name: h1, control: "10.0.0.1:7070", data: 192.168.1.1, netdevs: [eth2]}
     - {name: h2, control: "10.0.0.2:7070", data: 192.168.1.2}
 
-PLAN is a besim scenario with a ps-cluster or incast-pull workload (the file
-besim simulates; servers, rankers, trainers and workers go round-robin over the
-hosts, or over those whose ps_roles: [server, ranker, trainer, worker] allow
-them; an incast's victim and bandwidth flows become tcp-bulk pairs; --duration
-sets the load time), or a perftest benchmark (table2: perftest-client on the
+PLAN is a besim scenario with a ps-cluster, incast-pull or failover workload
+(the file besim simulates; servers, rankers, trainers, workers and clients go
+round-robin over the hosts, or over those whose ps_roles: [server, ranker,
+trainer, worker, client] allow them; an incast's victim and bandwidth flows
+become tcp-bulk pairs; a failover's host crash closes that server's endpoint,
+other faults are refused; --duration sets the load time), or a perftest benchmark (table2: perftest-client on the
 first host, perftest-server on the second, always over verbs, each transport at
 the hosts' link rate and MTU; --duration sets each transport's measured interval),
 or a berun role plan:
@@ -336,7 +337,7 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 		// device (agents built with -tags rdma; without a device they
 		// refuse); the victim and bandwidth flows stay kernel TCP.
 		for i := range p.Roles {
-			if r := p.Roles[i].Role; strings.HasPrefix(r, "ps-") || strings.HasPrefix(r, "incast-") {
+			if r := p.Roles[i].Role; strings.HasPrefix(r, "ps-") || strings.HasPrefix(r, "incast-") || strings.HasPrefix(r, "failover-") {
 				p.Roles[i].Params["transport"] = "verbs"
 			}
 		}

@@ -29,7 +29,7 @@ func TestRepository(t *testing.T) {
 			g[f[0]] = f[1:]
 		}
 	}
-	for _, p := range []string{"cmd/berun", "byteexpress", "simhost", "workloads/ps", "workloads/ps/pssim", "workloads/perftest", "workloads/perftest/perftestsim"} {
+	for _, p := range []string{"cmd/berun", "byteexpress", "simhost", "workloads/ps", "workloads/ps/pssim", "workloads/perftest", "workloads/perftest/perftestsim", "workloads/failover", "workloads/failover/failoversim"} {
 		if _, ok := g[Module+p]; !ok {
 			t.Fatalf("go list has no %s: the rules check nothing", p)
 		}
@@ -66,6 +66,8 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		Module + "workloads/incast/incastsim":     m("workloads/incast", "simhost", "experiment"),
 		Module + "workloads/perftest":             m("sim", "scenarios", "verbs"),
 		Module + "workloads/perftest/perftestsim": m("workloads/perftest", "rnic", "experiment"),
+		Module + "workloads/failover":             m("sim", "scenarios", "byteexpress/rpc", "report"),
+		Module + "workloads/failover/failoversim": m("workloads/failover", "simhost", "faults", "tcpsim", "experiment"),
 	}
 	if v := Check(clean); len(v) != 0 {
 		t.Fatalf("clean graph: %v", v)
@@ -86,6 +88,9 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		{"cmd/berun", "faults", "berun runs on real hosts"},
 		{"workloads/perftest", "rnic", "simulator-free workload package"},
 		{"cmd/berun", "workloads/perftest/perftestsim", "berun runs on real hosts"},
+		{"workloads/failover", "faults", "simulator-free workload package"},
+		{"workloads/failover", "tcpsim", "simulator-free workload package"},
+		{"cmd/berun", "workloads/failover/failoversim", "berun runs on real hosts"},
 	} {
 		g := Graph{}
 		for k, v := range clean {

@@ -5,7 +5,7 @@
 package all
 
 import (
-	_ "github.com/besim/besim/workloads/failover"             // workload failover (§7.2)
+	_ "github.com/besim/besim/workloads/failover/failoversim" // workload failover (§7.2)
 	_ "github.com/besim/besim/workloads/flows"                // flow scenarios (raw, rc, ud)
 	_ "github.com/besim/besim/workloads/fragsize"             // benchmark fragsize (Figure 10)
 	_ "github.com/besim/besim/workloads/hol"                  // benchmark hol (Figure 13)

@@ -1,37 +1,44 @@
+// Package failover is the application logic of the recovery experiment of
+// paper §7.2, written once as a driven state machine: Shards shard groups,
+// each replicated on two servers in different mini-pods; Clients keep
+// Outstanding idempotent fetches in flight through byteexpress/rpc's
+// Client, to random shards; the clients find a failed server by keepalive
+// (an engine error) or by the request timeout Tr, and the RPC layer walks
+// its ladder (path change, then the replica in the other mini-pod, then
+// the TCP fallback).
+//
+// A runner builds each client's rpc.Client over its own transports (its
+// Dialer) with NewPolicy, wraps it in a Client, and feeds the Client its
+// start, the responses and engine errors it receives and its timer, with
+// the time they happened (sim.Time since the run's start, virtual or
+// wall-clock); the rpc.Client sends by itself through the Dialer. A
+// server answers every fetch with ReplySize bytes that start with the
+// request's header (EchoHeader). The package imports no simulator model:
+// besim drives it in virtual time (package failoversim), berun in
+// wall-clock time (berun/role).
 package failover
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/byteexpress/rpc"
-	"github.com/besim/besim/fabric"
-	"github.com/besim/besim/faults"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
-	"github.com/besim/besim/simhost"
-	"github.com/besim/besim/tcpsim"
-	"github.com/besim/besim/workloads/app"
 )
 
-// Config is the recovery experiment of §7.2: Shards shard groups,
-// each replicated on two servers in different mini-pods (leaves 1 and 2 of
-// a one-spine leaf-spine); Clients on leaf 0 keep Outstanding idempotent
-// fetches in flight through rpc.Client, to random shards. Faults are
-// injected at their instants (relative to the end of setup); without any,
-// the first server of replica set A crashes at CrashAt. Clients find out
-// by keepalive (an engine error) or by the request timeout Tr, and the RPC
-// layer walks the ladder (path change, then the replica in the other
-// mini-pod).
+// Config is the workload, what both runners share.
 //
-// Host layout (the indices faults name): clients are hosts 0..Clients-1;
-// with L = HostsPerLeaf (default max(Shards, Clients)) hosts per leaf,
-// shard s's replica A is host L+s and replica B host 2L+s.
+// Host layout (the indices faults name, and the rpc.NodeIDs): clients are
+// hosts 0..Clients-1; with L = Hosts() hosts per leaf, shard s's replica A
+// is host L+s (leaf 1, mini-pod 1) and replica B host 2L+s (leaf 2,
+// mini-pod 2).
 type Config struct {
-	Cluster     simhost.Config
 	Shards      int // default 4
 	Clients     int // default 2
 	Outstanding int // per client, default 4
@@ -39,232 +46,319 @@ type Config struct {
 	Request     int // fetch request bytes, default 64
 	// HostsPerLeaf is L, at least max(Shards, Clients) (the default).
 	HostsPerLeaf int
-	// Spines is the spine switches (one uplink from every leaf to each);
-	// default app.DefaultSpines.
+	// Spines is the spine switches of the simulated leaf-spine (0: the
+	// runner's default); berun ignores it.
 	Spines int
 	// Warmup runs after setup, before the faults' clock starts. Default 0.
-	Warmup  sim.Time
-	RPC     rpc.Config
-	CrashAt sim.Time // default 5 ms after setup (when Faults is empty)
-	Faults  []faults.Spec
-	// TCPFallback gives every host a kernel TCP stack (tcpsim, config TCP)
-	// beside its RNIC, sharing the NIC port (fabric.Mux), and the clients'
-	// RPC layer a TCP transport to fall back to when RDMA stays
-	// unavailable (paper §7.2).
+	Warmup sim.Time
+	RPC    rpc.Config
+	// KeepaliveInterval and KeepaliveTimeout are the core's keepalive
+	// (§7.1) as the scenario says; negative interval: off; 0: the core's
+	// defaults.
+	KeepaliveInterval, KeepaliveTimeout time.Duration
+	CrashAt                             sim.Time // default 5 ms after setup (when the runner has no faults)
+	// TCPFallback gives the clients' RPC layer a TCP transport to fall
+	// back to when RDMA stays unavailable (paper §7.2).
 	TCPFallback bool
-	TCP         tcpsim.Config
-	Run         sim.Time // simulated after setup, default 150 ms
+	Run         sim.Time // run after setup, default 150 ms
 	Bin         sim.Time // completion-rate bin; default 1 ms
 	Seed        uint64
 }
 
-// Result is what the crash experiment measured (virtual time).
-type Result struct {
+// Prepare applies the defaults and checks the sizes.
+func (c *Config) Prepare() error {
+	if c.Shards == 0 {
+		c.Shards = 4
+	}
+	if c.Clients == 0 {
+		c.Clients = 2
+	}
+	if c.Outstanding == 0 {
+		c.Outstanding = 4
+	}
+	if c.Response == 0 {
+		c.Response = 16 << 10
+	}
+	if c.RPC.RequestTimeout == 0 {
+		c.RPC = rpc.DefaultConfig()
+	}
+	if c.CrashAt == 0 {
+		c.CrashAt = 5 * sim.Millisecond
+	}
+	if c.Bin == 0 {
+		c.Bin = sim.Millisecond
+	}
+	if c.Run == 0 {
+		c.Run = 150 * sim.Millisecond
+	}
+	if c.Shards < 1 || c.Clients < 1 || c.Outstanding < 1 || c.Response < rpc.HeaderSize {
+		return errors.New("workloads: failover needs shards, clients, outstanding >= 1 and a response of at least the RPC header")
+	}
+	if c.Request == 0 {
+		c.Request = 64
+	}
+	if c.HostsPerLeaf != 0 && c.HostsPerLeaf < max(c.Shards, c.Clients) {
+		return fmt.Errorf("workloads: failover: %d hosts per leaf cannot hold %d shards or %d clients", c.HostsPerLeaf, c.Shards, c.Clients)
+	}
+	if c.Request < rpc.HeaderSize {
+		return fmt.Errorf("workloads: failover: request %d B is below the %d-byte RPC header", c.Request, rpc.HeaderSize)
+	}
+	return nil
+}
+
+// Hosts is L, the hosts per leaf: max(Shards, Clients, HostsPerLeaf).
+func (c *Config) Hosts() int { return max(c.Shards, c.Clients, c.HostsPerLeaf) }
+
+// ReplicaA is the host of shard s's replica in mini-pod 1.
+func (c *Config) ReplicaA(s int) int { return c.Hosts() + s }
+
+// ReplicaB is the host of shard s's replica in mini-pod 2.
+func (c *Config) ReplicaB(s int) int { return 2*c.Hosts() + s }
+
+// Service is the shard map the clients' RPC layer walks: shard s on
+// replicas A and B, node ids the host indices.
+func (c *Config) Service() rpc.Service {
+	svc := rpc.Service{Shards: make([][]rpc.Replica, c.Shards)}
+	for s := range c.Shards {
+		svc.Shards[s] = []rpc.Replica{{Node: rpc.NodeID(c.ReplicaA(s)), MiniPod: 1}, {Node: rpc.NodeID(c.ReplicaB(s)), MiniPod: 2}}
+	}
+	return svc
+}
+
+// ClientStream and RetryStream name client i's random streams (sim.Stream
+// with the seed): the shards it draws, and its RPC layer's retry coin.
+func ClientStream(i int) string { return fmt.Sprintf("failover/client%d", i) }
+
+// RetryStream: see ClientStream.
+func RetryStream(i int) string { return fmt.Sprintf("failover/retry%d", i) }
+
+// NewPolicy is client i's RPC policy; the runner binds it to its
+// transports with rpc.NewClient.
+func NewPolicy(cfg *Config, i int) (*rpc.Policy, error) {
+	return rpc.NewPolicy(cfg.RPC, cfg.Service(), 0, sim.Stream(cfg.Seed, RetryStream(i)))
+}
+
+// FromScenario translates the workload section of a failover scenario
+// (the scenario's defaults already in): everything but the cluster, the
+// TCP model and the faults, which are the runner's.
+func FromScenario(s *scenarios.Scenario) (Config, error) {
+	w := s.Workload
+	rc := rpc.DefaultConfig()
+	rc.ConnTimeout = CoreTime(w.RPC.ConnectTimeout.Time())
+	rc.RequestTimeout = CoreTime(w.RPC.RequestTimeout.Time())
+	rc.RetryProb, rc.MaxAttempts = w.RPC.RetryProb.Float64(), w.RPC.MaxAttempts
+	rc.Window, rc.ProbeInterval = CoreTime(w.RPC.QuarantineWindow.Time()), CoreTime(w.RPC.ProbeInterval.Time())
+	rc.MaxConnFailures, rc.MaxReqFailures = w.RPC.MaxConnFailures, w.RPC.MaxReqFailures
+	cfg := Config{Shards: w.Shards, Clients: w.Clients, Outstanding: w.Outstanding,
+		Response: int(w.Response.Size), Request: int(w.Request), HostsPerLeaf: w.HostsPerLeaf, Spines: w.Spines, Warmup: w.Warmup.Time(),
+		RPC: rc, Run: s.Duration.Time(), Seed: s.Seed, TCPFallback: w.TCPFallback}
+	if k := w.Keepalive; k != nil {
+		cfg.KeepaliveInterval, cfg.KeepaliveTimeout = CoreTime(k.Interval.Time()), CoreTime(k.Timeout.Time())
+		if k.Interval == 0 {
+			cfg.KeepaliveInterval = -1 // the scenario's 0 is "off"; byteexpress reads 0 as its default
+		}
+	}
+	return cfg, nil
+}
+
+// CoreTime is t as the core's and the RPC layer's time.Duration (exact in
+// nanoseconds, as simhost.CoreTime).
+func CoreTime(t sim.Time) time.Duration { return time.Duration(t / sim.Nanosecond) }
+
+// SimTime is d as sim.Time; byteexpress.Never (and anything beyond the
+// sim.Time range) is sim.Never (as simhost.SimTime).
+func SimTime(d time.Duration) sim.Time {
+	if d >= time.Duration(sim.Never/sim.Nanosecond) {
+		return sim.Never
+	}
+	return sim.Time(d) * sim.Nanosecond
+}
+
+// ReplySize is how many bytes a server answers a fetch with; the answer
+// starts with the request's RPC header (EchoHeader).
+func (c *Config) ReplySize() int { return c.Response }
+
+// EchoHeader copies the RPC header of request req to the start of reply
+// dst; both must hold at least rpc.HeaderSize bytes.
+func EchoHeader(dst, req []byte) error {
+	if len(dst) < rpc.HeaderSize || len(req) < rpc.HeaderSize {
+		return fmt.Errorf("workloads: failover: reply of %d and request of %d bytes, the RPC header needs %d", len(dst), len(req), rpc.HeaderSize)
+	}
+	copy(dst[:rpc.HeaderSize], req[:rpc.HeaderSize])
+	return nil
+}
+
+// Stats is what the clients of one runner record together, in the
+// runner's clock (sim.Time since its start).
+type Stats struct {
 	Started, Completed, Failed int
-	Retries, Resent            int
 	// DetectedAfter is from the first fault to the first failure the
 	// clients saw (an engine error, or a request timeout that retried).
 	DetectedAfter sim.Time
 	// RecoveredAfter is from the first fault to the first fetch answered
 	// after it had to be sent again (by a server other than a crashed one).
 	RecoveredAfter sim.Time
-	// Stranded are calls still outstanding at the end.
-	Stranded int
-	// FaultAt is when the first fault struck (after setup); Faults is what
-	// the injector applied.
-	FaultAt sim.Time
-	Faults  []faults.Event
-	// Rate is completed fetches per Bin from the start of the run;
-	// BaseRate is its mean before the first fault. RateRecoveredAfter is
-	// from the first fault to the end of the first bin after it whose rate
-	// is back to 90% of BaseRate, having dropped below it (0: it never
-	// dropped; -1: it never recovered).
-	Rate               []int
-	Bin                sim.Time
-	BaseRate           float64
-	RateRecoveredAfter sim.Time
-	Report             *fabric.Report
-	Events             uint64
-	TCPSends           int // attempts the RPC layer sent over the TCP fallback
-	// Quarantine, summed over the clients (each keeps its own exclusion
-	// list): the connection and request failures it recorded, times a node
-	// entered and left it, and (client, node) pairs still excluded at the
-	// end.
-	ConnFailures, ReqFailures                             int
-	QuarantineTrips, QuarantineReleases, QuarantinedAtEnd int
 	// Served counts the fetches each host answered; LastServed is when it
-	// last did (relative to the faults' clock; -1: never).
+	// last did (absolute: the runner's clock).
 	Served     []int
 	LastServed []sim.Time
-	Errors     []error
+	// Bins counts the fetches completed per Bin from Start (SetBins).
+	Bins   []int
+	Start  sim.Time
+	Bin    sim.Time
+	Errors []error // the first few errors
+	// faultAt is when the first fault struck (absolute), crashed the host
+	// that crashed first (-1: none).
+	faultAt sim.Time
+	crashed int
 }
 
-// Run runs the crash experiment.
-func Run(cfg Config) (*Result, error) {
-	if cfg.Shards == 0 {
-		cfg.Shards = 4
-	}
-	if cfg.Clients == 0 {
-		cfg.Clients = 2
-	}
-	if cfg.Outstanding == 0 {
-		cfg.Outstanding = 4
-	}
-	if cfg.Response == 0 {
-		cfg.Response = 16 << 10
-	}
-	if cfg.RPC.RequestTimeout == 0 {
-		cfg.RPC = rpc.DefaultConfig()
-	}
-	if cfg.CrashAt == 0 {
-		cfg.CrashAt = 5 * sim.Millisecond
-	}
-	if cfg.Bin == 0 {
-		cfg.Bin = sim.Millisecond
-	}
-	if cfg.Run == 0 {
-		cfg.Run = 150 * sim.Millisecond
-	}
-	if cfg.Shards < 1 || cfg.Clients < 1 || cfg.Outstanding < 1 || cfg.Response < rpc.HeaderSize {
-		return nil, errors.New("workloads: failover needs shards, clients, outstanding >= 1 and a response of at least the RPC header")
-	}
-	if cfg.Request == 0 {
-		cfg.Request = 64
-	}
-	hpl := max(cfg.Shards, cfg.Clients, cfg.HostsPerLeaf)
-	if cfg.HostsPerLeaf != 0 && cfg.HostsPerLeaf < max(cfg.Shards, cfg.Clients) {
-		return nil, fmt.Errorf("workloads: failover: %d hosts per leaf cannot hold %d shards or %d clients", cfg.HostsPerLeaf, cfg.Shards, cfg.Clients)
-	}
-	if cfg.Request < rpc.HeaderSize {
-		return nil, fmt.Errorf("workloads: failover: request %d B is below the %d-byte RPC header", cfg.Request, rpc.HeaderSize)
-	}
-	sc := cfg.Cluster
-	if sc.BE.ConnectTimeout == 0 {
-		// Archon's connection timeout Tc bounds a new engine's exchange:
-		// the core reports the connect that misses it as an engine error,
-		// which the RPC layer takes as a connection failure (§7.2).
-		sc.BE.ConnectTimeout = cfg.RPC.ConnTimeout
-	}
-	if sc.Fabric.MTU == 0 {
-		sc.Fabric = fabric.DefaultConfig()
-	}
-	sc.Fabric.Seed = cfg.Seed
-	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: cmp.Or(cfg.Spines, app.DefaultSpines)}
-	c, err := simhost.New(sc)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	hs := c.Hosts()
-	x := &failover{cfg: &cfg, c: c, res: &Result{Served: make([]int, len(hs)), LastServed: make([]sim.Time, len(hs))}, crashed: -1}
-	if cfg.TCPFallback {
-		if err := x.addTCP(); err != nil {
-			return nil, err
-		}
-	}
-	svc := rpc.Service{Shards: make([][]rpc.Replica, cfg.Shards)}
-	for s := range cfg.Shards {
-		a, b := hpl+s, 2*hpl+s // leaf 1 and leaf 2: mini-pods 1 and 2
-		svc.Shards[s] = []rpc.Replica{{Node: rpc.NodeID(a), MiniPod: 1}, {Node: rpc.NodeID(b), MiniPod: 2}}
-		for _, i := range []int{a, b} {
-			hs[i].SetApp(&failoverServer{x: x})
-			hs[i].Listen()
-		}
-	}
-	for i := range cfg.Clients {
-		h := hs[i]
-		p, err := rpc.NewPolicy(cfg.RPC, svc, 0, sim.Stream(cfg.Seed, fmt.Sprintf("failover/retry%d", i)))
-		if err != nil {
-			return nil, err
-		}
-		fc := &failoverClient{x: x, h: h, rng: sim.Stream(cfg.Seed, fmt.Sprintf("failover/client%d", i))}
-		d := &rpc.SocketDialer{EP: h.Endpoint(), Addr: func(n rpc.NodeID) byteexpress.Addr { return hs[n].Addr() },
-			Alloc: h.Allocate, Free: h.Free}
-		var td rpc.Dialer
-		if x.tcp != nil {
-			th := x.tcp.Hosts()[i]
-			td = &tcpDialer{h: th, peers: x.tcp.Hosts(), conns: map[rpc.NodeID]*tcpsim.Conn{}}
-			th.SetApp(fc)
-		}
-		fc.rpc = rpc.NewClient(p, d, td)
-		fc.timer.Init(c.Kernel(), fc, 0)
-		h.SetApp(clientApp{fc})
-		x.clients = append(x.clients, fc)
-	}
-	for _, fc := range x.clients {
-		for range cfg.Outstanding {
-			fc.call()
-		}
-		fc.arm()
-	}
-	c.Run(c.Now() + cfg.Warmup)
-	t0 := c.Now()
-	specs := append([]faults.Spec(nil), cfg.Faults...) // At moves to the kernel clock: do not touch the caller's
-	if len(specs) == 0 {
-		// The first server of replica set A (shard 0).
-		specs = []faults.Spec{{Kind: faults.HostCrash, At: cfg.CrashAt, Host: hpl, Switch: -1}}
-	}
-	x.crashAt = sim.Never
-	firstCrash := sim.Never
-	for i := range specs {
-		specs[i].At += t0
-		x.crashAt = min(x.crashAt, specs[i].At)
-		if specs[i].Kind == faults.HostCrash && specs[i].At < firstCrash {
-			// RecoveredAfter looks for answers from another host than the
-			// first one to crash.
-			x.crashed, firstCrash = specs[i].Host, specs[i].At
-		}
-	}
-	fh := make([]faults.Host, len(hs))
-	for i, h := range hs {
-		fh[i] = h
-		if x.tcp != nil {
-			fh[i] = bothHost{h, x.tcp.Hosts()[i]}
-		}
-	}
-	inj, err := faults.Schedule(c.Kernel(), c.Network(), fh, cfg.Seed, specs)
-	if err != nil {
-		return nil, err
-	}
-	x.t0, x.bins = t0, make([]int, int((cfg.Run+cfg.Bin-1)/cfg.Bin))
-	c.Run(t0 + cfg.Run)
-	x.stop = true
-	r := x.res
-	r.FaultAt, r.Faults, r.Rate, r.Bin = x.crashAt-t0, inj.Log, x.bins, cfg.Bin
-	for i := range r.Faults {
-		r.Faults[i].At -= t0 // the faults' clock
-	}
-	r.BaseRate, r.RateRecoveredAfter = rateRecovery(x.bins, cfg.Bin, r.FaultAt)
-	r.Report, r.Events = c.Network().Report(), c.Kernel().Events()
-	for _, fc := range x.clients {
-		r.Retries += fc.rpc.Policy.Tracker.Stats.Retries
-		r.Resent += fc.rpc.Resent
-		r.Stranded += fc.rpc.Outstanding()
-		r.TCPSends += fc.rpc.TCPSends
-		q := fc.rpc.Policy.Quarantine
-		q.Tick(simhost.CoreTime(c.Now())) // releases due by the end count
-		r.ConnFailures += q.Stats.ConnFailures
-		r.ReqFailures += q.Stats.ReqFailures
-		r.QuarantineTrips += q.Stats.Trips
-		r.QuarantineReleases += q.Stats.Releases
-		r.QuarantinedAtEnd += len(q.ExcludedNodes(simhost.CoreTime(c.Now())))
-	}
-	for i := range r.LastServed {
-		if r.Served[i] == 0 {
-			r.LastServed[i] = -1
-		} else {
-			r.LastServed[i] -= t0
-		}
-	}
-	return r, nil
+// NewStats returns empty statistics for hosts hosts, no fault known yet
+// (SetFault) and no bins (SetBins).
+func NewStats(hosts int) *Stats {
+	return &Stats{Served: make([]int, hosts), LastServed: make([]sim.Time, hosts), crashed: -1}
 }
 
-// rateRecovery is the mean completion rate per bin before faultAt and how
-// long after faultAt it took to be back at 90% of it (see Result). With no
-// full bin before the fault, or a fault at or after the last bin (which
-// validation refuses: such a fault never fires), there is no rate to
-// recover: 0, 0.
-func rateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
+// SetFault says when the first fault strikes (absolute) and which host
+// crashes first (-1: none crashes); detection and recovery are measured
+// from it.
+func (s *Stats) SetFault(at sim.Time, crashed int) { s.faultAt, s.crashed = at, crashed }
+
+// FaultAt is the time SetFault set.
+func (s *Stats) FaultAt() sim.Time { return s.faultAt }
+
+// SetBins starts counting completions per bin, n bins from start.
+func (s *Stats) SetBins(start, bin sim.Time, n int) {
+	s.Start, s.Bin, s.Bins = start, bin, make([]int, n)
+}
+
+func (s *Stats) detected(now sim.Time) {
+	if now >= s.faultAt && s.DetectedAfter == 0 {
+		s.DetectedAfter = max(1, now-s.faultAt)
+	}
+}
+
+// Fail records err among the first errors.
+func (s *Stats) Fail(err error) {
+	if len(s.Errors) < 8 {
+		s.Errors = append(s.Errors, err)
+	}
+}
+
+// Client is one client's application: it keeps Outstanding fetches in
+// flight through its rpc.Client. Not safe for concurrent use.
+type Client struct {
+	cfg     *Config
+	rng     *rand.Rand
+	rpc     *rpc.Client
+	st      *Stats
+	stopped bool
+}
+
+// NewClient returns client i of cfg (prepared) calling through c and
+// recording into st.
+func NewClient(cfg *Config, i int, c *rpc.Client, st *Stats) *Client {
+	return &Client{cfg: cfg, rng: sim.Stream(cfg.Seed, ClientStream(i)), rpc: c, st: st}
+}
+
+// RPC is the client's rpc.Client.
+func (c *Client) RPC() *rpc.Client { return c.rpc }
+
+// Start sends the client's Outstanding fetches at now.
+func (c *Client) Start(now sim.Time) {
+	for range c.cfg.Outstanding {
+		c.call(now)
+	}
+}
+
+// Stop ends the load: no fetch is started after it.
+func (c *Client) Stop() { c.stopped = true }
+
+func (c *Client) call(now sim.Time) {
+	if c.stopped {
+		return
+	}
+	shard := c.rng.IntN(c.cfg.Shards)
+	if _, err := c.rpc.Call(rpc.Request{Shard: shard, Idempotent: true}, 0, c.cfg.Request, CoreTime(now)); err != nil {
+		c.st.Failed++
+		c.st.Fail(err)
+		return
+	}
+	c.st.Started++
+}
+
+// Deadline is when the runner must call Tick next (never before now+1),
+// or ok false when nothing is due (the runner leaves its timer as it is).
+func (c *Client) Deadline(now sim.Time) (at sim.Time, ok bool) {
+	d := c.rpc.NextDeadline()
+	if d == byteexpress.Never {
+		return 0, false
+	}
+	return max(SimTime(d), now+1), true
+}
+
+func (c *Client) finished(done []rpc.Completion, now sim.Time) {
+	for _, comp := range done {
+		if comp.Err != nil {
+			c.st.Failed++
+			c.st.Fail(comp.Err)
+		}
+		c.call(now)
+	}
+}
+
+// Tick is the client's timer at now: the RPC layer retries or fails the
+// calls whose Tr expired (a retry is a detected failure) and a fetch
+// starts for each that finished.
+func (c *Client) Tick(now sim.Time) {
+	before := c.rpc.Policy.Tracker.Stats.Retries
+	done := c.rpc.Tick(CoreTime(now))
+	if c.rpc.Policy.Tracker.Stats.Retries > before {
+		c.st.detected(now)
+	}
+	c.finished(done, now)
+}
+
+// EngineError is the core's engine error (keepalive, QP error) on the
+// connection to host node at now: a detected failure; the RPC layer
+// re-sends the fetches it carried. Report it once per engine, not once
+// per socket.
+func (c *Client) EngineError(node int, now sim.Time) {
+	c.st.detected(now)
+	c.finished(c.rpc.OnEngineError(rpc.NodeID(node), CoreTime(now)), now)
+}
+
+// Response is the answer with header h from host from (-1: unknown),
+// arriving at now: it is counted and the next fetch starts. A late answer
+// to a call already finished is ignored.
+func (c *Client) Response(h rpc.Header, from int, now sim.Time) {
+	comp, ok := c.rpc.OnResponse(h, CoreTime(now))
+	if !ok {
+		return
+	}
+	st := c.st
+	st.Completed++
+	if from >= 0 && from < len(st.Served) {
+		st.Served[from]++
+		st.LastServed[from] = now
+	}
+	if st.Bin > 0 {
+		if b := int((now - st.Start) / st.Bin); b >= 0 && b < len(st.Bins) {
+			st.Bins[b]++
+		}
+	}
+	if st.RecoveredAfter == 0 && now > st.faultAt && from != st.crashed && comp.Sends > 1 {
+		st.RecoveredAfter = now - st.faultAt
+	}
+	c.call(now)
+}
+
+// RateRecovery is the mean completion rate per bin before faultAt and how
+// long after faultAt it took to be back at 90% of it, having dropped below
+// it (0: it never dropped; -1: it never recovered). With no full bin
+// before the fault, or a fault at or after the last bin, there is no rate
+// to recover: 0, 0.
+func RateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
 	if bin <= 0 || faultAt < 0 {
 		return 0, 0
 	}
@@ -293,244 +387,97 @@ func rateRecovery(bins []int, bin, faultAt sim.Time) (float64, sim.Time) {
 	return base, 0
 }
 
-type failover struct {
-	tcp     *tcpsim.Cluster
-	t0      sim.Time
-	bins    []int
-	cfg     *Config
-	c       *simhost.Cluster
-	res     *Result
-	clients []*failoverClient
-	crashAt sim.Time
-	crashed int
-	stop    bool
+// Summary is what one run measured, summed over its clients: the numbers
+// both runners reduce to the same metric names (Metrics).
+type Summary struct {
+	Started, Completed, Failed, Retries, Resent, Stranded, TCPSends int
+	ConnFailures, ReqFailures                                       int
+	QuarantineTrips, QuarantineReleases, QuarantinedAtEnd           int
+	// DetectedAfter, RecoveredAfter and RateRecoveredAfter as in Stats
+	// and RateRecovery (negative: never); BaseRate is fetches per Bin.
+	DetectedAfter, RecoveredAfter, RateRecoveredAfter sim.Time
+	BaseRate                                          float64
+	Bin                                               sim.Time
 }
 
-func (x *failover) detected(now sim.Time) {
-	if now >= x.crashAt && x.res.DetectedAfter == 0 {
-		x.res.DetectedAfter = max(1, now-x.crashAt)
-	}
+// Metric is one number of a run: its name under failover/, unit, the
+// table row it fills and its value.
+type Metric struct {
+	Name, Unit, Row string
+	V               float64
 }
 
-type failoverClient struct {
-	x     *failover
-	h     *simhost.Host
-	rng   *rand.Rand
-	rpc   *rpc.Client
-	timer sim.Timer
-}
-
-func (fc *failoverClient) now() time.Duration { return simhost.CoreTime(fc.h.Now()) }
-
-func (fc *failoverClient) call() {
-	if fc.x.stop {
-		return
-	}
-	shard := fc.rng.IntN(fc.x.cfg.Shards)
-	if _, err := fc.rpc.Call(rpc.Request{Shard: shard, Idempotent: true}, 0, fc.x.cfg.Request, fc.now()); err != nil {
-		fc.x.res.Failed++
-		fc.x.fail(err)
-		return
-	}
-	fc.x.res.Started++
-}
-
-func (fc *failoverClient) arm() {
-	if d := fc.rpc.NextDeadline(); d != byteexpress.Never {
-		fc.timer.Set(max(simhost.SimTime(d), fc.h.Now()+1))
-	}
-}
-
-func (fc *failoverClient) finished(done []rpc.Completion, now sim.Time) {
-	for _, comp := range done {
-		if comp.Err != nil {
-			fc.x.res.Failed++
-			fc.x.fail(comp.Err)
+// Metrics lists the run's metrics in the order of its table.
+func (s *Summary) Metrics() []Metric {
+	ms := func(t sim.Time) float64 {
+		if t < 0 {
+			return math.NaN() // never: a missing value (null in JSON)
 		}
-		fc.call()
+		return t.Seconds() * 1e3
 	}
-}
-
-// OnEvent is the client's RPC timer.
-func (fc *failoverClient) OnEvent(now sim.Time, _ uint64) {
-	before := fc.rpc.Policy.Tracker.Stats.Retries
-	done := fc.rpc.Tick(simhost.CoreTime(now))
-	if fc.rpc.Policy.Tracker.Stats.Retries > before {
-		fc.x.detected(now)
-	}
-	fc.finished(done, now)
-	fc.arm()
-}
-
-// fail records the first errors (failover embeds no failures value: the
-// result carries them).
-func (x *failover) fail(err error) {
-	if len(x.res.Errors) < 8 {
-		x.res.Errors = append(x.res.Errors, err)
-	}
-}
-
-func (fc *failoverClient) onHostEvent(h *simhost.Host, ev byteexpress.Event) {
-	x := fc.x
-	now := h.Now()
-	switch ev.Kind {
-	case byteexpress.EvMessage:
-		hdr, err := rpc.ParseHeader(ev.Buf.Bytes()[:ev.Len])
-		_ = h.Free(ev.Buf)
-		if err != nil {
-			x.fail(err)
-			return
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
 		}
-		from := -1
-		if n := x.c.Lookup(ev.Remote); n != nil {
-			from = n.Index()
-		}
-		fc.response(hdr, from, now)
-	case byteexpress.EvEngineError:
-		// One per engine; the EvSocketFailed of each socket it carried
-		// would walk the ladder once per socket for the same failure.
-		if n := x.c.Lookup(ev.Remote); n != nil {
-			x.detected(now)
-			fc.finished(fc.rpc.OnEngineError(rpc.NodeID(n.Index()), simhost.CoreTime(now)), now)
-		}
-	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
-		_ = h.Free(ev.Buf)
+		return 0
 	}
-	fc.arm()
-}
-
-// response accounts one answered fetch from host from and starts the next.
-func (fc *failoverClient) response(hdr rpc.Header, from int, now sim.Time) {
-	x := fc.x
-	comp, ok := fc.rpc.OnResponse(hdr, simhost.CoreTime(now))
-	if !ok {
-		return
-	}
-	x.res.Completed++
-	if from >= 0 {
-		x.res.Served[from]++
-		x.res.LastServed[from] = now
-	}
-	if b := int((now - x.t0) / x.cfg.Bin); b >= 0 && b < len(x.bins) {
-		x.bins[b]++
-	}
-	if x.res.RecoveredAfter == 0 && now > x.crashAt && from != x.crashed && comp.Sends > 1 {
-		x.res.RecoveredAfter = now - x.crashAt
-	}
-	fc.call()
-}
-
-// OnMessage implements tcpsim.App: a response over the TCP fallback.
-func (fc *failoverClient) OnMessage(h *tcpsim.Host, c *tcpsim.Conn, m tcpsim.Message) {
-	hdr := rpc.Header{Call: rpc.CallID(m.Meta[0]), Attempt: uint32(m.Meta[1]), Shard: uint32(m.Meta[2]), Op: byte(m.Meta[3])}
-	fc.response(hdr, c.Peer().Host().Index(), h.Now())
-	fc.arm()
-}
-
-// addTCP puts a kernel TCP stack beside every host's RNIC, on one port.
-func (x *failover) addTCP() error {
-	net := x.c.Network()
-	tc, err := tcpsim.NewOn(x.c.Kernel(), net, x.cfg.TCP)
-	if err != nil {
-		return err
-	}
-	prio := tc.Config().Prio
-	for i, hp := range net.Hosts {
-		th := tc.Hosts()[i]
-		th.SetApp(tcpServer{x})
-		if err := net.Attach(hp.Node(), &fabric.Mux{A: hp.Host(), B: th, AMask: ^uint8(1 << prio)}); err != nil {
-			return err
-		}
-	}
-	x.tcp = tc
-	return nil
-}
-
-// bothHost is a host with an RNIC and a kernel TCP stack: a crash stops
-// both; a restart brings back the RDMA side (tcpsim has no restart, so the
-// restarted host has no TCP).
-type bothHost struct {
-	h *simhost.Host
-	t *tcpsim.Host
-}
-
-func (b bothHost) Crash(at sim.Time) {
-	b.h.Crash(at)
-	b.t.Crash(at)
-}
-
-func (b bothHost) Restart(at sim.Time) { b.h.Restart(at) }
-
-func (b bothHost) FailQPs() int { return b.h.FailQPs() }
-
-// tcpDialer is the RPC layer's TCP transport over tcpsim: one connection
-// per server, opened on first use (the kernel's connect is not modelled).
-type tcpDialer struct {
-	h     *tcpsim.Host
-	peers []*tcpsim.Host
-	conns map[rpc.NodeID]*tcpsim.Conn
-}
-
-func (d *tcpDialer) Dial(n rpc.NodeID, _ int) (rpc.Conn, error) {
-	if int(n) < 0 || int(n) >= len(d.peers) {
-		return nil, fmt.Errorf("workloads: tcp dial to unknown node %d", n)
-	}
-	c := d.conns[n]
-	if c == nil {
-		var err error
-		if c, err = d.h.Dial(d.peers[n]); err != nil {
-			return nil, err
-		}
-		d.conns[n] = c
-	}
-	return tcpConn{c}, nil
-}
-
-type tcpConn struct{ c *tcpsim.Conn }
-
-func (t tcpConn) Send(hdr []byte, n int) error {
-	h, err := rpc.ParseHeader(hdr)
-	if err != nil {
-		return err
-	}
-	return t.c.Send(n, tcpsim.Meta{uint64(h.Call), uint64(h.Attempt), uint64(h.Shard), uint64(h.Op)})
-}
-
-func (t tcpConn) Close() {}
-
-// tcpServer answers fetches that come over TCP.
-type tcpServer struct{ x *failover }
-
-func (s tcpServer) OnMessage(_ *tcpsim.Host, c *tcpsim.Conn, m tcpsim.Message) {
-	if err := c.Send(s.x.cfg.Response, m.Meta); err != nil {
-		s.x.fail(err)
+	return []Metric{
+		{"started", "", "fetches started", float64(s.Started)},
+		{"completed", "", "completed", float64(s.Completed)},
+		{"failed", "", "failed", float64(s.Failed)},
+		{"retried", "", "retried (request timeout)", float64(s.Retries)},
+		{"resent", "", "re-sent (after a timeout or an engine error)", float64(s.Resent)},
+		{"stranded", "", "outstanding at the end", float64(s.Stranded)},
+		{"tcp_sends", "", "sent over the TCP fallback", float64(s.TCPSends)},
+		{"conn_failures", "", "connection failures (summed over clients)", float64(s.ConnFailures)},
+		{"req_failures", "", "request failures", float64(s.ReqFailures)},
+		{"quarantine_trips", "", "quarantine trips", float64(s.QuarantineTrips)},
+		{"quarantine_releases", "", "quarantine releases", float64(s.QuarantineReleases)},
+		{"quarantined_at_end", "", "nodes quarantined at the end", float64(s.QuarantinedAtEnd)},
+		{"detected_after", "ms", "detected after (ms)", ms(s.DetectedAfter)},
+		{"recovered_after", "ms", "first retried fetch answered after (ms)", ms(s.RecoveredAfter)},
+		{"rate_before", "fetches/ms", "rate before the fault (fetches/ms)", s.BaseRate / ms(s.Bin)}, // per ms bin
+		{"rate_recovered_after", "ms", "rate back to 90% after (ms; 0 never dipped, missing if never back)", ms(s.RateRecoveredAfter)},
+		{"rate_never_recovered", "", "rate never back to 90% (1 yes, 0 no)", b2f(s.RateRecoveredAfter < 0)},
 	}
 }
 
-type failoverServer struct{ x *failover }
-
-func (s *failoverServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
-	switch ev.Kind {
-	case byteexpress.EvMessage:
-		n := s.x.cfg.Response
-		buf, err := h.Allocate(n)
-		if err != nil {
-			_ = h.Free(ev.Buf)
-			s.x.fail(err)
-			return
-		}
-		copy(buf.Bytes()[:rpc.HeaderSize], ev.Buf.Bytes()[:rpc.HeaderSize])
-		_ = h.Free(ev.Buf)
-		if err := ev.Socket.Send(buf, n); err != nil {
-			_ = h.Free(buf)
-		}
-	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
-		_ = h.Free(ev.Buf)
-	}
+// AddRPC adds client c's RPC-layer counters at now (the end of the run)
+// to s: retries, re-sends, stranded calls, TCP sends and the quarantine's
+// (releases due by now count).
+func (s *Summary) AddRPC(c *rpc.Client, now time.Duration) {
+	s.Retries += c.Policy.Tracker.Stats.Retries
+	s.Resent += c.Resent
+	s.Stranded += c.Outstanding()
+	s.TCPSends += c.TCPSends
+	q := c.Policy.Quarantine
+	q.Tick(now)
+	s.ConnFailures += q.Stats.ConnFailures
+	s.ReqFailures += q.Stats.ReqFailures
+	s.QuarantineTrips += q.Stats.Trips
+	s.QuarantineReleases += q.Stats.Releases
+	s.QuarantinedAtEnd += len(q.ExcludedNodes(now))
 }
 
-// clientApp lets failoverClient be both the sim.Handler of its timer and
-// the simhost.App of its host.
-type clientApp struct{ fc *failoverClient }
+// Table adds s's metrics to r (as failover/NAME) and returns them as the
+// run's table, in the same order: both runners' reduction.
+func Table(r *report.Result, s *Summary) report.Table {
+	tbl := report.Table{Name: "failover", Title: "Recovery (paper §7.2): fetches through the RPC layer, times after the first fault",
+		KeyName: "what", Columns: []report.Column{{Name: "value"}}}
+	for _, m := range s.Metrics() {
+		r.Add("failover/"+m.Name, m.V, m.Unit)
+		tbl.AddRow(m.Row, m.V)
+	}
+	return tbl
+}
 
-func (a clientApp) OnEvent(h *simhost.Host, ev byteexpress.Event) { a.fc.onHostEvent(h, ev) }
+// RateSeries is the completion rate per bin (fetches/ms), each point at
+// its bin's end.
+func RateSeries(bins []int, bin sim.Time) report.Series {
+	ser := report.Series{Name: "failover/rate", Unit: "fetches/ms"}
+	for i, v := range bins {
+		ser.T = append(ser.T, (sim.Time(i+1) * bin).Seconds())
+		ser.V = append(ser.V, float64(v)/(bin.Seconds()*1e3))
+	}
+	return ser
+}
