@@ -25,6 +25,12 @@
 //     Table 2): the benchmark's endpoint (workloads/perftest) on the
 //     host's RDMA device, RC and UD SENDs at the link's rate and MTU.
 //
+//   - failover-server and failover-client (a besim failover scenario,
+//     §7.2): the clients' fetches through byteexpress/rpc, driven by
+//     workloads/failover's machine over kernel TCP or verbs; a server's
+//     crash_at closes its endpoint abruptly, the hardware analogue of the
+//     scenario's host crash.
+//
 // Further roles plug in the same way: a package calls Register from init
 // with a Factory, and the command links it in with a blank import. Nothing
 // in the agent or controller changes.

@@ -50,7 +50,7 @@
 // second Dialer as the TCP fallback, and acts on the Selector's decisions.
 // Keepalive (§7.1) is the core's job and enters here as OnEngineError.
 // Tc is not enforced by the client itself: the owner gives the core's
-// engines Tc as their connect timeout (workloads/failover does), and a
+// engines Tc as their connect timeout (workloads/failover/failoversim does), and a
 // connect that misses it comes back as an engine error.
 //
 // Failures are charged to where the attempt went (a Target: node, path,
