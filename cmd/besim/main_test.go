@@ -222,3 +222,17 @@ func TestCPUProfileEnv(t *testing.T) {
 		t.Fatalf("unwritable profile: exit %d, want 1", rc)
 	}
 }
+
+// The benchmark scenarios under bench/ (bench/run.sh) stay valid.
+func TestBenchScenariosValidate(t *testing.T) {
+	files, err := filepath.Glob("../../bench/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("bench/*.yaml: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		var out, errb bytes.Buffer
+		if code := run([]string{"validate", "--memory-limit", "0", f}, &out, &errb); code != 0 {
+			t.Errorf("besim validate %s: exit %d: %s", f, code, errb.String())
+		}
+	}
+}
