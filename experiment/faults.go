@@ -20,6 +20,13 @@ func FaultSpecs(s *scenarios.Scenario) []faults.Spec {
 		if f.Switch != nil && f.Port != nil {
 			sp.Switch, sp.Port = *f.Switch, *f.Port
 		}
+		sp.DataOnly = f.Frames == scenarios.FramesData
+		switch f.Direction {
+		case scenarios.DirOut:
+			sp.Dir = faults.Out
+		case scenarios.DirIn:
+			sp.Dir = faults.In
+		}
 		if f.Prio != nil {
 			sp.Prio = *f.Prio
 			if f.Kind == scenarios.FaultLoss {

@@ -718,7 +718,7 @@ func TestConservationWithLinkFaults(t *testing.T) {
 	nh := n.NumHosts()
 	for i, l := range n.Links {
 		if l.From < NodeID(nh) || l.To < NodeID(nh) {
-			l.SetLoss(0.01, 0.005, 0, sim.Stream(1, fmt.Sprintf("link%d", i)))
+			l.SetLoss(0.01, 0.005, LossMatch{}, sim.Stream(1, fmt.Sprintf("link%d", i)))
 		}
 	}
 	for i := 0; i < nh-1; i++ {

@@ -42,20 +42,22 @@ type Link struct {
 	// black-holed until the link is back, as before a routing protocol
 	// reconverges). While up, each frame is lost with probability drop, or
 	// arrives corrupted with probability corrupt and is discarded by the
-	// receiver's FCS check. PFC frames suffer the same faults.
+	// receiver's FCS check. Down, every frame is lost, PFC frames
+	// included; the rates hit the frames LossMatch selects.
 	down          bool
 	drop, corrupt float64
-	lossPrios     uint8 // priorities the drop/corrupt rates apply to
+	lossMatch     LossMatch // frames the drop/corrupt rates apply to
 	rng           *rand.Rand
 	pool          *Pool
 	Faults        LinkFaults
 }
 
-// LinkFaults counts frames lost to faults on one link. Data counts exclude
-// PFC frames, so they enter the fabric's conservation of host bytes.
+// LinkFaults counts frames lost to faults on one link. Lost and Corrupted
+// count host frames (data, ACKs and NAKs, CNPs: everything but PFC), so
+// they enter the fabric's conservation of host bytes.
 type LinkFaults struct {
-	Lost, LostBytes           int64 // data frames lost while down or to the drop rate
-	Corrupted, CorruptedBytes int64 // data frames discarded for a bad FCS
+	Lost, LostBytes           int64 // host frames lost while down or to the drop rate
+	Corrupted, CorruptedBytes int64 // host frames discarded for a bad FCS
 	PFCLost                   int64 // PFC frames lost or corrupted
 }
 
@@ -65,13 +67,35 @@ func (l *Link) SetDown(down bool) { l.down = down }
 // Down reports whether the link is down.
 func (l *Link) Down() bool { return l.down }
 
+// LossMatch selects the frames a link's drop and corruption rates hit.
+// The zero value hits every frame: data, ACK/NAK, CNP and PFC.
+type LossMatch struct {
+	// Prios is a mask of priorities (0: every priority, PFC frames
+	// included). A nonzero mask hits every frame of those priorities
+	// (data, ACKs and NAKs, CNPs) except PFC frames, which belong to no
+	// priority's traffic. A mask of the RoCE priority with drop 1
+	// black-holes RDMA on the link and leaves TCP alone, as a
+	// misconfigured lossless class on a switch port does.
+	Prios uint8
+	// DataOnly narrows the hit to data frames (KindData: RDMA requests
+	// and READ responses, raw flow frames, TCP segments): ACKs, NAKs,
+	// CNPs and PFC frames pass.
+	DataOnly bool
+}
+
+// Hits reports whether p is a frame the rates apply to.
+func (m LossMatch) Hits(p *Packet) bool {
+	if m.DataOnly && p.Kind != KindData {
+		return false
+	}
+	return m.Prios == 0 || (p.Kind != KindPause && m.Prios&(1<<p.Prio) != 0)
+}
+
 // SetLoss sets the per-frame drop and corruption probabilities (0 turns
-// them off) for the priorities in prios (0: all, PFC frames included);
-// rng draws them (one stream per link keeps runs reproducible). A mask of
-// the RoCE priority with drop 1 black-holes RDMA on the link and leaves
-// TCP alone, as a misconfigured lossless class on a switch port does.
-func (l *Link) SetLoss(drop, corrupt float64, prios uint8, rng *rand.Rand) {
-	l.drop, l.corrupt, l.lossPrios, l.rng = drop, corrupt, prios, rng
+// them off) for the frames m selects; rng draws them (one stream per link
+// keeps runs reproducible), one draw per selected frame.
+func (l *Link) SetLoss(drop, corrupt float64, m LossMatch, rng *rand.Rand) {
+	l.drop, l.corrupt, l.lossMatch, l.rng = drop, corrupt, m, rng
 }
 
 // send puts p on the wire; its serialization ends at txEnd.
@@ -108,7 +132,7 @@ func (l *Link) OnEvent(now sim.Time, _ uint64) {
 // fault applies the link's faults to p; true means p is gone.
 func (l *Link) fault(p *Packet) bool {
 	lost, bad := l.down, false
-	if !lost && l.rng != nil && (l.lossPrios == 0 || (p.Kind != KindPause && l.lossPrios&(1<<p.Prio) != 0)) {
+	if !lost && l.rng != nil && l.lossMatch.Hits(p) {
 		u := l.rng.Float64()
 		lost, bad = u < l.drop, u >= l.drop && u < l.drop+l.corrupt
 	}

@@ -32,7 +32,7 @@ type Totals struct {
 	HeadroomDrops, HeadroomDropBytes int64 // lossless drops: headroom overflow (misconfiguration)
 	WatchdogDrops, WatchdogDropBytes int64 // dropped by the storm watchdog
 	NoRouteDrops, NoRouteDropBytes   int64
-	FaultDrops, FaultDropBytes       int64 // data frames lost on faulty links (down, drop rate, corruption)
+	FaultDrops, FaultDropBytes       int64 // host frames (data, ACK/NAK, CNP) lost on faulty links (down, drop rate, corruption)
 	FaultPFCLost                     int64 // PFC frames lost on faulty links
 
 	QueuedPackets, QueuedBytes     int64 // in switch egress queues now

@@ -19,16 +19,47 @@ import (
 // Kind is a fault.
 type Kind string
 
-// Faults.
+// Faults, with the frames each touches.
 const (
-	LinkDown  Kind = "link-down"  // the target link, both directions, until a link-up (or for Duration)
-	LinkUp    Kind = "link-up"    // brings the target link back
-	LinkFlap  Kind = "link-flap"  // down for Duration, every Period, Count times
-	Loss      Kind = "loss"       // frames dropped (Drop) or corrupted (Corrupt) on the target link, for Duration (0: to the end)
-	HostCrash Kind = "host-crash" // the host stops (NIC, threads, side channel); restarts after Duration if set and supported
-	QPError   Kind = "qp-error"   // the host's live QPs move to the error state (a fatal RNIC error)
-	PFCStorm  Kind = "pfc-storm"  // the host's NIC asserts pause on Prio for Duration (0: to the end)
+	// LinkDown: the target link, both directions, until a link-up (or for
+	// Duration). Every frame arriving over it is lost: data, ACK/NAK, CNP
+	// and PFC frames, every priority.
+	LinkDown Kind = "link-down"
+	// LinkUp brings the target link back.
+	LinkUp Kind = "link-up"
+	// LinkFlap: down (as LinkDown) for Duration, every Period, Count times.
+	LinkFlap Kind = "link-flap"
+	// Loss: frames dropped (Drop) or corrupted (Corrupt) on the target
+	// link, for Duration (0: to the end). Which frames: without Prios
+	// every frame (data, ACK/NAK, CNP, PFC); with Prios every frame of
+	// those priorities but PFC frames (data, ACKs and NAKs, CNPs sent on
+	// them); DataOnly narrows either to data frames. Dir picks the link's
+	// directions.
+	Loss Kind = "loss"
+	// HostCrash: the host stops (NIC, threads, side channel); restarts
+	// after Duration if set and supported. No frame on a link is touched:
+	// the crashed NIC discards what reaches it and sends nothing.
+	HostCrash Kind = "host-crash"
+	// QPError: the host's live QPs move to the error state (a fatal RNIC
+	// error); no frame on a link is touched.
+	QPError Kind = "qp-error"
+	// PFCStorm: the host's NIC asserts pause on Prio for Duration (0: to
+	// the end). It adds PFC frames; it drops none.
+	PFCStorm Kind = "pfc-storm"
 )
+
+// Dir selects the directions of a link a loss fault hits, seen from its
+// target (the host, or the switch of the switch port).
+type Dir uint8
+
+// Directions.
+const (
+	Both Dir = iota // both directions
+	Out             // frames the target sends: host -> switch, or switch port -> its peer
+	In              // frames the target receives
+)
+
+func (d Dir) String() string { return [...]string{"both", "out", "in"}[d] }
 
 // Kinds lists every fault kind.
 var Kinds = []Kind{LinkDown, LinkUp, LinkFlap, Loss, HostCrash, QPError, PFCStorm}
@@ -48,6 +79,8 @@ type Spec struct {
 	Corrupt  float64
 	Prio     int   // pfc-storm: the paused priority
 	Prios    uint8 // loss: the priorities it hits (0: all)
+	DataOnly bool  // loss: data frames only (no ACK/NAK, CNP or PFC frames)
+	Dir      Dir   // loss: the directions it hits (Both, Out, In)
 }
 
 // Host is what host faults need from a host model.
@@ -157,6 +190,12 @@ func (in *Injector) check(s *Spec) error {
 		if s.Drop < 0 || s.Corrupt < 0 || s.Drop+s.Corrupt > 1 || s.Drop+s.Corrupt == 0 {
 			return fmt.Errorf("drop %v + corrupt %v: need each >= 0 and 0 < sum <= 1", s.Drop, s.Corrupt)
 		}
+		if s.Dir > In {
+			return fmt.Errorf("direction %d: must be Both, Out or In", s.Dir)
+		}
+	}
+	if s.Kind != Loss && (s.DataOnly || s.Dir != Both) {
+		return errors.New("DataOnly and Dir apply to loss faults only")
 	}
 	if s.At < 0 || s.Duration < 0 {
 		return errors.New("at and duration must be >= 0")
@@ -227,17 +266,35 @@ func (in *Injector) OnEvent(now sim.Time, tag uint64) {
 	case Loss:
 		a, b, _ := in.links(s)
 		if act == actApply {
-			a.SetLoss(s.Drop, s.Corrupt, s.Prios, sim.Stream(in.seed, fmt.Sprintf("faults/%d/a", i)))
-			b.SetLoss(s.Drop, s.Corrupt, s.Prios, sim.Stream(in.seed, fmt.Sprintf("faults/%d/b", i)))
+			m := fabric.LossMatch{Prios: s.Prios, DataOnly: s.DataOnly}
+			// Each direction keeps its own stream whichever is hit, so
+			// limiting a fault to one direction leaves the other's
+			// draws as they were.
+			if s.Dir != In {
+				a.SetLoss(s.Drop, s.Corrupt, m, sim.Stream(in.seed, fmt.Sprintf("faults/%d/a", i)))
+			}
+			if s.Dir != Out {
+				b.SetLoss(s.Drop, s.Corrupt, m, sim.Stream(in.seed, fmt.Sprintf("faults/%d/b", i)))
+			}
 			what := fmt.Sprintf("drop %g, corrupt %g", s.Drop, s.Corrupt)
 			if s.Prios != 0 {
 				what += fmt.Sprintf(", priorities %08b", s.Prios)
 			}
+			if s.DataOnly {
+				what += ", data frames only"
+			}
+			if s.Dir != Both {
+				what += ", direction " + s.Dir.String()
+			}
 			log(what)
 			revertAt(s.Duration)
 		} else {
-			a.SetLoss(0, 0, 0, nil)
-			b.SetLoss(0, 0, 0, nil)
+			if s.Dir != In {
+				a.SetLoss(0, 0, fabric.LossMatch{}, nil)
+			}
+			if s.Dir != Out {
+				b.SetLoss(0, 0, fabric.LossMatch{}, nil)
+			}
 			log("loss off")
 		}
 	case HostCrash:

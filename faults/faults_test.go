@@ -107,10 +107,50 @@ func TestScheduleErrors(t *testing.T) {
 		{Spec{Kind: HostCrash, Host: 0, Switch: -1}, "no host model that can crash"},
 		{Spec{Kind: QPError, Host: 0, Switch: -1}, "qp-error needs the RDMA transport"},
 		{Spec{Kind: "meteor", Host: 0, Switch: -1}, "unknown kind"},
+		{Spec{Kind: Loss, Host: 0, Switch: -1, Drop: 0.5, Dir: 7}, "direction 7: must be Both, Out or In"},
+		{Spec{Kind: LinkDown, Host: 0, Switch: -1, DataOnly: true}, "DataOnly and Dir apply to loss faults only"},
+		{Spec{Kind: LinkDown, Host: 0, Switch: -1, Dir: Out}, "DataOnly and Dir apply to loss faults only"},
 	} {
 		_, err := Schedule(k, net, nil, 1, []Spec{c.s})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want %q", c.s, err, c.want)
+		}
+	}
+}
+
+// A loss fault limited to one direction hits only that direction of the
+// target's link: a raw flow from host 0 to host 1 loses frames under loss
+// out of host 0 or into host 1, and none under loss into host 0 or out of
+// host 1 (raw sinks send nothing back).
+func TestLossDirection(t *testing.T) {
+	for _, c := range []struct {
+		host  int
+		dir   Dir
+		lossy bool
+	}{{0, Out, true}, {0, In, false}, {1, In, true}, {1, Out, false}, {0, Both, true}} {
+		fc := fabric.DefaultConfig()
+		fc.Topology = fabric.Topology{Kind: fabric.Star, Hosts: 2}
+		k := sim.NewKernel()
+		net, _ := fabric.New(k, fc)
+		if _, err := net.AddFlow(fabric.Flow{Src: 0, Dst: 1, Prio: 0, Rate: fabric.Gbps}); err != nil {
+			t.Fatal(err)
+		}
+		in, err := Schedule(k, net, nil, 1, []Spec{{Kind: Loss, Host: c.host, Switch: -1, Drop: 0.5, Dir: c.dir, DataOnly: true,
+			Duration: sim.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		net.Run(2 * sim.Millisecond)
+		lost := net.Report().Totals.FaultDrops
+		if (lost > 0) != c.lossy {
+			t.Errorf("loss on host %d direction %v: %d frames lost, want lost: %v", c.host, c.dir, lost, c.lossy)
+		}
+		want := "loss h" + string(rune('0'+c.host)) + ": drop 0.5, corrupt 0, data frames only"
+		if c.dir != Both {
+			want += ", direction " + c.dir.String()
+		}
+		if len(in.Log) != 2 || in.Log[0].What != want || in.Log[1].What != "loss h"+string(rune('0'+c.host))+": loss off" {
+			t.Errorf("log %v, want %q then loss off", in.Log, want)
 		}
 	}
 }

@@ -49,7 +49,11 @@
 // retransmission timer is 4.096 us x 2^timeout; a timeout or sequence NAK
 // without progress uses up one of retry_cnt retries (progress restores
 // them); when they are gone the QP enters ERR, the WQE at the head completes
-// with WCRetryExcErr and the rest with WCWRFlushErr. A SEND or
+// with WCRetryExcErr and the rest with WCWRFlushErr. At most 2^23 PSNs are
+// unacknowledged (half the PSN space, so PSN comparisons never wrap): a WQE
+// that would pass that waits for acknowledgements, and the timer stays armed
+// while WQEs are outstanding, so a QP that cannot progress ends in
+// WCRetryExcErr, never a silent stall. A SEND or
 // WRITE_WITH_IMM that finds no posted receive (own RQ or SRQ) draws an RNR
 // NAK carrying the responder's min_rnr_timer; the requester waits that long
 // (verbs.RNRTimerNS) and retries, rnr_retry times (7: forever), then

@@ -110,6 +110,7 @@ type QP struct {
 	readDataAt                     sim.Time
 	gapSet                         bool
 	gapPSN                         uint32
+	winWait                        bool // a WQE waits for the PSN window (maxUnacked)
 	rexmit                         sim.Timer
 
 	// Transmit engine.
@@ -380,6 +381,7 @@ func (q *QP) newCC() dcqcn.Controller {
 func (q *QP) resetTransport() {
 	q.sqHead, q.sqCur, q.sqNext, q.sqTail = 0, 0, 0, 0
 	q.readsOut = 0
+	q.winWait = false
 	q.rnrUntil, q.readDataAt = 0, 0
 	q.prepared, q.warm = false, false
 	q.readyAt, q.nextTxAt = 0, 0

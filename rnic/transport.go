@@ -57,6 +57,13 @@ const (
 
 const psnMask = 1<<24 - 1
 
+// maxUnacked is the most PSNs a requester has outstanding (assigned and not
+// acknowledged): half the 24-bit PSN space, so that every serial comparison
+// between PSNs of the window is unambiguous. A WQE whose
+// packets would exceed it waits for acknowledgements; one WQE alone never
+// does (at most 2 GiB at a 256 B MTU: exactly 2^23 packets).
+const maxUnacked = 1 << 23
+
 func psnAdd(a, n uint32) uint32 { return (a + n) & psnMask }
 
 // psnDiff is a-b in 24-bit serial arithmetic.
@@ -91,7 +98,23 @@ func (q *QP) hasTX() bool {
 	if q.sqNext == q.sqTail {
 		return false
 	}
-	return q.wqe(q.sqNext).op != verbs.OpRead || q.readsOut < max(1, q.maxRd)
+	w := q.wqe(q.sqNext)
+	if w.op == verbs.OpRead && q.readsOut >= max(1, q.maxRd) {
+		return false
+	}
+	return !q.windowFull(w)
+}
+
+// windowFull reports whether starting w would leave more than maxUnacked
+// PSNs unacknowledged; it notes that the QP waits, so that the
+// acknowledgement that opens the window resumes it.
+func (q *QP) windowFull(w *swqe) bool {
+	out := (q.maxPSN - q.unaPSN) & psnMask
+	if int64(out)+max(1, ceilDiv(w.length, q.mtu)) <= maxUnacked {
+		return false
+	}
+	q.winWait = true
+	return true
 }
 
 // prepare runs the QP's transmit engine on its next packet from now on: the
@@ -273,6 +296,9 @@ func (q *QP) buildReq(now sim.Time) *fabric.Packet {
 		if w.op == verbs.OpRead && q.readsOut >= max(1, q.maxRd) {
 			return nil
 		}
+		if q.windowFull(w) {
+			return nil
+		}
 		if !q.startWQE(now, w) {
 			return nil
 		}
@@ -286,7 +312,11 @@ func (q *QP) buildReq(now sim.Time) *fabric.Packet {
 	p.DstQP = q.destQPN
 	p.PSN = q.sndPSN
 	p.RKey = w.rkey
-	if psnDiff(q.sndPSN, q.hiSent) < 0 {
+	// A packet is new exactly when it starts at hiSent (sndPSN never
+	// passes hiSent); the test holds at the window's full 2^23, where a
+	// serial comparison of the two would not.
+	fresh := q.sndPSN == q.hiSent
+	if !fresh {
 		n.st.Retransmits++
 		q.st.Retransmits++
 	}
@@ -352,7 +382,7 @@ func (q *QP) buildReq(now sim.Time) *fabric.Packet {
 			q.sqCur++
 		}
 	}
-	if psnDiff(q.sndPSN, q.hiSent) > 0 {
+	if fresh {
 		q.hiSent = q.sndPSN
 	}
 	if q.timeout > 0 && !q.rexmit.Armed() {
@@ -381,27 +411,29 @@ func (q *QP) OnEvent(now sim.Time, _ uint64) {
 	q.rewind(now, q.unaPSN)
 }
 
-// rewind restarts transmission at psn (go-back-N).
+// rewind restarts transmission at psn (go-back-N). Whether or not there is
+// anything to resend, the retransmission timer stays armed while WQEs are
+// outstanding: a QP that cannot make progress runs out of retries and fails
+// (WCRetryExcErr) instead of waiting forever.
 func (q *QP) rewind(now sim.Time, psn uint32) {
 	if psnDiff(psn, q.unaPSN) < 0 {
 		psn = q.unaPSN
 	}
-	if psnDiff(psn, q.maxPSN) >= 0 {
-		return
-	}
-	for i := q.sqHead; i != q.sqNext; i++ {
-		w := q.wqe(i)
-		if psnDiff(psn, w.firstPSN) >= 0 && psnDiff(psn, psnAdd(w.firstPSN, w.npkts)) < 0 {
-			q.sqCur = i
-			q.sndPSN = psn
-			if w.op == verbs.OpRead {
-				w.readRcvd = uint32(psnDiff(psn, w.firstPSN))
+	if psnDiff(psn, q.maxPSN) < 0 {
+		for i := q.sqHead; i != q.sqNext; i++ {
+			w := q.wqe(i)
+			if psnDiff(psn, w.firstPSN) >= 0 && psnDiff(psn, psnAdd(w.firstPSN, w.npkts)) < 0 {
+				q.sqCur = i
+				q.sndPSN = psn
+				if w.op == verbs.OpRead {
+					w.readRcvd = uint32(psnDiff(psn, w.firstPSN))
+				}
+				break
 			}
-			break
 		}
+		q.prepared, q.warm = false, false
 	}
-	q.prepared, q.warm = false, false
-	if q.timeout > 0 && !q.rexmit.Armed() {
+	if q.timeout > 0 && !q.rexmit.Armed() && q.sqHead != q.sqNext {
 		// The timer guards the oldest unacknowledged packet: a rewind
 		// does not push it back (only progress of unaPSN does).
 		q.rexmit.Set(max(now, q.rnrUntil) + q.timeout)
@@ -515,6 +547,10 @@ func (q *QP) acked(now, t sim.Time, psn uint32) {
 		q.rexmit.Stop()
 	} else if q.timeout > 0 {
 		q.rexmit.Set(max(now, q.rnrUntil) + q.timeout)
+	}
+	if q.winWait {
+		q.winWait = false // the window moved: the waiting WQE may start
+		q.nic.kick(q)
 	}
 }
 

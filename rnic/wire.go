@@ -20,6 +20,10 @@ type Wire struct {
 	ends  [2]wireEnd
 	loss  float64
 	rng   *rand.Rand
+	// Drop, if set, is asked about every frame leaving end from (0 or 1)
+	// before the random loss: true discards it (counted in Dropped). For
+	// tests that lose chosen frames.
+	Drop func(from int, p *fabric.Packet) bool
 	// Dropped counts frames the wire discarded.
 	Dropped uint64
 }
@@ -137,6 +141,11 @@ func (e *wireEnd) pull(now sim.Time) {
 // send puts a serialized frame on the cable (or drops it).
 func (e *wireEnd) send(now sim.Time, p *fabric.Packet) {
 	w := e.w
+	if w.Drop != nil && w.Drop(e.index(), p) {
+		w.Dropped++
+		w.pool.Put(p)
+		return
+	}
 	if w.loss > 0 && w.rng.Float64() < w.loss {
 		w.Dropped++
 		w.pool.Put(p)
@@ -154,4 +163,12 @@ func (e *wireEnd) send(now sim.Time, p *fabric.Packet) {
 	if e.fly.Len == 1 {
 		w.k.Post(now+w.delay, e.id, tagDeliver)
 	}
+}
+
+// index is the end's number (0 or 1).
+func (e *wireEnd) index() int {
+	if e == &e.w.ends[0] {
+		return 0
+	}
+	return 1
 }

@@ -201,7 +201,9 @@ func (c *checker) walk(path string, n *yaml.Node, t reflect.Type, keyLine int) {
 		return
 	}
 
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
+	// workload.rpc is a boolean or a mapping: a mapping gets the field
+	// checks (and the lines) of any other mapping.
+	if reflect.PointerTo(t).Implements(unmarshalerType) && !(t == reflect.TypeFor[RPC]() && n.Kind == yaml.MappingNode) {
 		u := reflect.New(t).Interface().(yaml.Unmarshaler)
 		if err := u.UnmarshalYAML(n); err != nil {
 			var e *Error

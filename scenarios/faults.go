@@ -36,6 +36,44 @@ func (k *FaultKind) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(k), "fault kind", faultKinds)
 }
 
+// LossFrames selects the frames a loss fault hits (package faults).
+type LossFrames string
+
+// Frame selections of a loss fault.
+const (
+	// FramesAll: every frame (of prio, when given: then not PFC frames):
+	// data, ACKs and NAKs, CNPs.
+	FramesAll LossFrames = "all"
+	// FramesData: data frames only (RDMA requests and READ responses, raw
+	// flow frames, TCP segments); ACKs, NAKs, CNPs and PFC frames pass.
+	FramesData LossFrames = "data"
+)
+
+var lossFrames = []string{string(FramesAll), string(FramesData)}
+
+// UnmarshalYAML accepts all and data.
+func (f *LossFrames) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(f), "loss frame selection", lossFrames)
+}
+
+// LossDirection selects the directions of the target link a loss fault
+// hits, seen from the target (the host, or the switch of the switch port).
+type LossDirection string
+
+// Directions of a loss fault.
+const (
+	DirBoth LossDirection = "both"
+	DirOut  LossDirection = "out" // frames the target sends (host -> switch; switch port -> its peer)
+	DirIn   LossDirection = "in"  // frames the target receives
+)
+
+var lossDirections = []string{string(DirBoth), string(DirOut), string(DirIn)}
+
+// UnmarshalYAML accepts both, out and in.
+func (d *LossDirection) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(d), "loss direction", lossDirections)
+}
+
 // Fault is one injected failure. Its target is a host (for link faults:
 // the host's access link) or a switch port's link (switch and port).
 type Fault struct {
@@ -50,6 +88,10 @@ type Fault struct {
 	Drop     Fraction  `yaml:"drop,omitempty"`
 	Corrupt  Fraction  `yaml:"corrupt,omitempty"`
 	Prio     *int      `yaml:"prio,omitempty"`
+	// Loss only; left out they mean all and both (not filled in, so that
+	// a scenario without them prints as written).
+	Frames    LossFrames    `yaml:"frames,omitempty"`
+	Direction LossDirection `yaml:"direction,omitempty"`
 }
 
 // faultKeys are the keys each kind uses besides kind and at.
@@ -57,7 +99,7 @@ var faultKeys = map[FaultKind][]string{
 	FaultLinkDown:  {"host", "switch", "port", "duration"},
 	FaultLinkUp:    {"host", "switch", "port"},
 	FaultLinkFlap:  {"host", "switch", "port", "duration", "period", "count"},
-	FaultLoss:      {"host", "switch", "port", "drop", "corrupt", "prio", "duration"},
+	FaultLoss:      {"host", "switch", "port", "drop", "corrupt", "prio", "frames", "direction", "duration"},
 	FaultHostCrash: {"host", "duration"},
 	FaultQPError:   {"host"},
 	FaultPFCStorm:  {"host", "prio", "duration"},
@@ -110,7 +152,8 @@ func (v *validator) faults() {
 		}
 		// prio counts as set only when written: pfc-storm's default fills it.
 		set := []keySet{{"host", f.Host != nil}, {"switch", f.Switch != nil}, {"port", f.Port != nil}, {"duration", f.Duration != 0},
-			{"period", f.Period != 0}, {"count", f.Count != 0}, {"drop", f.Drop != 0}, {"corrupt", f.Corrupt != 0}, {"prio", false}}
+			{"period", f.Period != 0}, {"count", f.Count != 0}, {"drop", f.Drop != 0}, {"corrupt", f.Corrupt != 0}, {"prio", false},
+			{"frames", f.Frames != ""}, {"direction", f.Direction != ""}}
 		v.unusedKeys(p, set, keys, "kind "+string(f.Kind), string(f.Kind)+" uses: at, "+strings.Join(keys, ", "))
 		if !s.present(p + ".at") {
 			v.bad(p+".at", "missing (required: when the fault strikes, from the start of the measured interval)")

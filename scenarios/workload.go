@@ -196,14 +196,24 @@ type Workload struct {
 	Clients int `yaml:"clients,omitempty"` // default 2
 	// TCPFallback gives every host a kernel TCP stack (on priority 0,
 	// tcpsim defaults) beside its RNIC and the RPC layer a TCP transport.
-	TCPFallback bool       `yaml:"tcp_fallback,omitempty"`
-	RPC         *RPC       `yaml:"rpc,omitempty"`
-	Keepalive   *Keepalive `yaml:"keepalive,omitempty"`
+	TCPFallback bool `yaml:"tcp_fallback,omitempty"`
+	// RPC is the recovery policy of the RPC layer (byteexpress/rpc). Under
+	// failover it is always on (a mapping, or the key left out for the
+	// defaults). Under ps-cluster it is off unless given: `rpc: true` (or
+	// a mapping) sends every fetch and push through the RPC layer,
+	// `rpc: false` (or the key left out) sends them on the sockets
+	// directly.
+	RPC       *RPC       `yaml:"rpc,omitempty"`
+	Keepalive *Keepalive `yaml:"keepalive,omitempty"`
 }
 
 // RPC is the recovery policy of byteexpress/rpc (paper §7.2); zero fields
-// take the paper's values.
+// take the paper's values. In YAML it is a mapping of these keys, or a
+// boolean: true is the mapping with every default, false (Off) turns the
+// RPC layer off (ps-cluster only).
 type RPC struct {
+	// Off is `rpc: false`.
+	Off            bool     `yaml:"-"`
 	ConnectTimeout Duration `yaml:"connect_timeout"` // Tc, default 10ms
 	RequestTimeout Duration `yaml:"request_timeout"` // Tr, default 40ms
 	RetryProb      Fraction `yaml:"retry_prob"`      // default 50% (the paper gives no value)
@@ -217,6 +227,42 @@ type RPC struct {
 	// ProbeInterval is how often a node given up for RDMA is probed
 	// (default 30s; the paper gives no value).
 	ProbeInterval Duration `yaml:"probe_interval"`
+}
+
+// rpcFields is RPC without its YAML methods.
+type rpcFields RPC
+
+// UnmarshalYAML accepts a mapping of RPC's keys, or true or false.
+func (r *RPC) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var on bool
+		if n.ShortTag() != "!!bool" || n.Decode(&on) != nil {
+			return fmt.Errorf("%q is neither a boolean (true, false) nor a mapping of RPC keys", n.Value)
+		}
+		*r = RPC{Off: !on}
+		return nil
+	}
+	var f rpcFields
+	if err := n.Decode(&f); err != nil {
+		return err
+	}
+	*r = RPC(f)
+	r.Off = false
+	return nil
+}
+
+// MarshalYAML writes false for Off, the mapping otherwise.
+func (r RPC) MarshalYAML() (any, error) {
+	if r.Off {
+		return false, nil
+	}
+	return rpcFields(r), nil
+}
+
+// RPCOn reports whether the workload's messages go through the RPC layer:
+// always under failover; under ps-cluster when rpc is given and not false.
+func (w *Workload) RPCOn() bool {
+	return w.Kind == Failover || (w.RPC != nil && !w.RPC.Off)
 }
 
 // Keepalive is the ByteExpress keepalive (§7.1).
@@ -375,7 +421,7 @@ func (d *defaulter) workload() {
 	}
 	def(d, p+".fragment", &w.Fragment, defaultFragment)
 	def(d, p+".warmup", &w.Warmup, defaultWorkloadWarm)
-	if w.Kind == Failover {
+	if w.RPCOn() {
 		if w.RPC == nil {
 			w.RPC = &RPC{}
 		}
@@ -387,6 +433,8 @@ func (d *defaulter) workload() {
 		def(d, p+".rpc.max_conn_failures", &w.RPC.MaxConnFailures, 30)
 		def(d, p+".rpc.max_req_failures", &w.RPC.MaxReqFailures, 50)
 		def(d, p+".rpc.probe_interval", &w.RPC.ProbeInterval, Duration(30*sim.Second))
+	}
+	if w.Kind == Failover {
 		if w.Keepalive == nil {
 			w.Keepalive = &Keepalive{}
 		}
@@ -437,7 +485,7 @@ func (v *validator) workload() {
 	shared := []string{"kind", "servers", "hosts_per_leaf", "spines", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup"}
 	uses := map[WorkloadKind][]string{
 		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"),
-		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp"),
+		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp", "rpc"),
 		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "spines", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
 	}
 	switch w.Kind {
@@ -613,7 +661,19 @@ func (v *validator) failover() {
 			v.bad(p+".tcp_fallback", "TCP runs on priority 0: declare it (lossy) in fabric.priorities")
 		}
 	}
-	r := w.RPC
+	if w.RPC.Off {
+		v.bad(p+".rpc", "false: failover always runs through the RPC layer (give a mapping of rpc keys, or leave the key out for the defaults)")
+		return
+	}
+	v.rpc(p)
+	if k := w.Keepalive; k.Interval < 0 || k.Timeout < 0 || (k.Interval > 0 && k.Timeout < k.Interval) {
+		v.bad(p+".keepalive", "interval and timeout must be >= 0, timeout at least the interval")
+	}
+}
+
+// rpc checks the keys of workload.rpc (the RPC layer on).
+func (v *validator) rpc(p string) {
+	r := v.s.Workload.RPC
 	for _, d := range []struct {
 		key string
 		v   Duration
@@ -628,15 +688,19 @@ func (v *validator) failover() {
 	v.countRange(p+".rpc.max_attempts", r.MaxAttempts, 1, 100)
 	v.countRange(p+".rpc.max_conn_failures", r.MaxConnFailures, 1, 1_000_000)
 	v.countRange(p+".rpc.max_req_failures", r.MaxReqFailures, 1, 1_000_000)
-	if k := w.Keepalive; k.Interval < 0 || k.Timeout < 0 || (k.Interval > 0 && k.Timeout < k.Interval) {
-		v.bad(p+".keepalive", "interval and timeout must be >= 0, timeout at least the interval")
-	}
 }
 
 // tcp checks the ps-cluster transport and its tcp section.
 func (v *validator) tcp(p string) {
 	s := v.s
 	w := s.Workload
+	if w.RPCOn() {
+		if w.Transport == OverTCP {
+			v.bad(p+".rpc", "the RPC layer (byteexpress/rpc) runs over ByteExpress: it needs transport rdma (transport is tcp; set rpc: false or transport: rdma)")
+		} else {
+			v.rpc(p)
+		}
+	}
 	if w.Transport != OverTCP {
 		if w.TCP != nil || s.present(p+".tcp") {
 			v.bad(p+".tcp", "only used with transport: tcp (transport is %s)", w.Transport)

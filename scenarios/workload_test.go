@@ -190,6 +190,11 @@ func TestFaultsSection(t *testing.T) {
 		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1us, period: 2us, count: 1000000000}", "faults[0].count: 1000000000 is too large (at most 10000"},
 		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-flap, at: 5ms, host: 8, duration: 1ms, period: 50ms, count: 4}", "faults[0].count: 4 flaps every 50ms from 5ms do not fit before the end of the run (duration 150ms): at most 3 would fire"},
 		{storm, "{kind: pfc-storm, at: 10ms, host: 0, prio: 3}", "{kind: host-crash, at: 10ms, host: 0}", "host-crash needs hosts with the RPC recovery layer: use workload kind failover"},
+		// A loss fault's frames and direction: strict values, loss only.
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: loss, at: 5ms, host: 8, drop: 1%, frames: acks}", `"acks" is not a loss frame selection (allowed: all, data)`},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: loss, at: 5ms, host: 8, drop: 1%, direction: up}", `"up" is not a loss direction (allowed: both, out, in)`},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: link-down, at: 5ms, host: 8, frames: data}", "faults[0].frames: not used by kind link-down"},
+		{fo, "{kind: host-crash, at: 5ms, host: 8}", "{kind: pfc-storm, at: 5ms, host: 8, direction: in}", "faults[0].direction: not used by kind pfc-storm"},
 	} {
 		_, err := Parse("f.yaml", []byte(strings.Replace(string(c.src), c.old, c.new, 1)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -233,5 +238,62 @@ func TestWorkloadSpines(t *testing.T) {
 	s, err := Parse("failover", []byte(strings.Replace(string(data), "kind: failover", "kind: failover\n  spines: 6", 1)))
 	if err != nil || s.Fabric.Topology.Spines != 6 {
 		t.Errorf("failover: %v, topology %+v", err, s)
+	}
+}
+
+// workload.rpc under ps-cluster is a boolean (or a mapping of the RPC
+// policy's keys, which turns it on): off when left out or false, on with
+// the paper's Tc and Tr when true; refused with transport tcp. Under
+// failover it cannot be false.
+func TestPSClusterRPCKey(t *testing.T) {
+	base := strings.Replace(workloadYAML, "kind: incast-pull", "kind: ps-cluster\n  rankers: 2", 1)
+	with := func(extra string) (*Scenario, error) {
+		return Parse("w.yaml", []byte(strings.Replace(base, "rankers: 2", "rankers: 2\n  "+extra, 1)))
+	}
+	s, err := Parse("w.yaml", []byte(base))
+	if err != nil || s.Workload.RPCOn() || s.Workload.RPC != nil {
+		t.Fatalf("left out: %v, on %v", err, s.Workload.RPCOn())
+	}
+	for _, c := range []struct {
+		yaml string
+		on   bool
+		tr   Duration
+	}{{"rpc: false", false, 0}, {"rpc: true", true, Duration(40 * sim.Millisecond)}, {"rpc: {request_timeout: 5ms}", true, Duration(5 * sim.Millisecond)}} {
+		s, err := with(c.yaml)
+		if err != nil {
+			t.Fatalf("%s: %v", c.yaml, err)
+		}
+		w := s.Workload
+		if w.RPCOn() != c.on || (c.on && (w.RPC.RequestTimeout != c.tr || w.RPC.ConnectTimeout != Duration(10*sim.Millisecond) || w.RPC.MaxAttempts != 3)) {
+			t.Errorf("%s: on %v, %+v", c.yaml, w.RPCOn(), *w.RPC)
+		}
+		// The printed scenario loads back to the same setting.
+		b, err := s.YAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Parse("p.yaml", b)
+		if err != nil || s2.Workload.RPCOn() != c.on {
+			t.Errorf("%s printed and loaded again: %v, on %v", c.yaml, err, s2 != nil && s2.Workload.RPCOn())
+		}
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"rpc: 3", `workload.rpc: "3" is neither a boolean (true, false) nor a mapping of RPC keys`},
+		{"rpc: yes please", `workload.rpc: "yes please" is neither a boolean`},
+		{"rpc: {speed: 1}", `unknown key "speed"`},
+		{"rpc: {request_timeout: 0s}", "workload.rpc.request_timeout"},
+		{"rpc: true\n  transport: tcp\n  tcp: {prio: 0}", "workload.rpc: the RPC layer (byteexpress/rpc) runs over ByteExpress: it needs transport rdma (transport is tcp"},
+	} {
+		if _, err := with(c.yaml); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	if _, err := with("rpc: false\n  transport: tcp"); err != nil && strings.Contains(err.Error(), "workload.rpc") {
+		t.Errorf("rpc: false with tcp: %v", err)
+	}
+	fo, _ := builtinFS.ReadFile("builtin/failover.yaml")
+	fo = []byte(strings.Replace(string(fo), "  rpc: {connect_timeout: 10ms, request_timeout: 40ms, retry_prob: 100%, max_attempts: 5}", "  rpc: false", 1))
+	if _, err := Parse("f.yaml", fo); err == nil || !strings.Contains(err.Error(), "workload.rpc: false: failover always runs through the RPC layer") {
+		t.Errorf("failover rpc: false: %v", err)
 	}
 }

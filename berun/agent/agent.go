@@ -7,8 +7,11 @@
 //
 // One controller session runs at a time; another authenticated controller
 // is told the agent is busy. Everything is bounded: the handshake (5 s by
-// default; at most MaxPending unauthenticated connections at once, each
-// limited to 4 KiB frames), controller silence (IdleTimeout; the controller
+// default, each frame at most 4 KiB), unauthenticated connections (at most
+// MaxPending at once and MaxPendingPerSource from one source address; a new
+// connection over either bound closes the oldest pending one of its own
+// source, or of the source holding the most, so idle connections cannot
+// lock a controller out), controller silence (IdleTimeout; the controller
 // heartbeats every 500 ms), role preparation, the start instant (at most
 // MaxStartAhead ahead), and the run itself (Start + duration + grace, after
 // which roles are cancelled and given 2 s more before they are reported as
@@ -16,6 +19,13 @@
 // roles and go back to listening; an Abort makes it cancel them and still
 // upload what they measured. A role that panics is reported as an error,
 // never taking the agent down.
+//
+// What a controller sends is checked before it is used: the scenario's
+// sha256 must be that of its raw bytes (package wire refuses the message
+// otherwise), a role must bind a given address, not a wildcard (0.0.0.0,
+// ::; allowed only with AllowWildcard, as for the agent's listener), and
+// netdev and RDMA device names must be plain names (wire.CheckDevice), as
+// the counter reader joins them into sysfs paths.
 package agent
 
 import (
@@ -41,7 +51,8 @@ import (
 // Config configures an agent.
 type Config struct {
 	// Listen is the control address; the host part must be given (a
-	// wildcard address needs AllowWildcard).
+	// wildcard address needs AllowWildcard, which also lets a controller
+	// assign roles wildcard bind addresses).
 	Listen        string
 	AllowWildcard bool
 	// Token is the shared secret (wire.LoadToken).
@@ -56,8 +67,12 @@ type Config struct {
 	// proving the controller alive meanwhile), MaxStartAhead [60s],
 	// StopTimeout [2s] for roles to return after their context ends.
 	HandshakeTimeout, IdleTimeout, PrepareTimeout, StartWait, MaxStartAhead, StopTimeout time.Duration
-	// MaxPending bounds unauthenticated connections [8].
-	MaxPending int
+	// MaxPending bounds unauthenticated connections [8], and
+	// MaxPendingPerSource those from one source IP address [2]. A new
+	// connection over a bound closes the oldest pending connection of its
+	// own source (over the per-source bound) or of the source with the
+	// most pending (over the total), instead of being refused.
+	MaxPending, MaxPendingPerSource int
 	// Counters overrides the counter reader's paths (tests); Root "" is /.
 	Counters counters.Config
 	// Logf logs a line (nil: discard).
@@ -68,11 +83,22 @@ type Config struct {
 
 // Agent serves controllers.
 type Agent struct {
-	cfg     Config
-	ln      net.Listener
-	busy    atomic.Bool
-	pending atomic.Int32
-	wg      sync.WaitGroup
+	cfg  Config
+	ln   net.Listener
+	busy atomic.Bool
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	pending map[string][]*pendingConn // by source IP, oldest first
+	npend   int
+	seq     uint64
+}
+
+// pendingConn is a connection that has not authenticated yet.
+type pendingConn struct {
+	nc  net.Conn
+	src string
+	seq uint64
 }
 
 func (c *Config) defaults() error {
@@ -83,7 +109,7 @@ func (c *Config) defaults() error {
 	if err != nil {
 		return fmt.Errorf("agent: --listen %q: want IP:port of the management interface (%v)", c.Listen, err)
 	}
-	if ip := net.ParseIP(host); (host == "" || ip != nil && ip.IsUnspecified()) && !c.AllowWildcard {
+	if wire.IsWildcard(host) && !c.AllowWildcard {
 		return fmt.Errorf("agent: --listen %q binds every interface; give the management address (or --listen-any to insist)", c.Listen)
 	}
 	set := func(d *time.Duration, v time.Duration) {
@@ -100,6 +126,10 @@ func (c *Config) defaults() error {
 	if c.MaxPending <= 0 {
 		c.MaxPending = 8
 	}
+	if c.MaxPendingPerSource <= 0 {
+		c.MaxPendingPerSource = 2
+	}
+	c.MaxPendingPerSource = min(c.MaxPendingPerSource, c.MaxPending)
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
@@ -145,7 +175,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	return &Agent{cfg: cfg, ln: ln}, nil
+	return &Agent{cfg: cfg, ln: ln, pending: map[string][]*pendingConn{}}, nil
 }
 
 // Addr is the bound control address.
@@ -169,18 +199,76 @@ func (a *Agent) Serve(ctx context.Context) error {
 			}
 			return err
 		}
-		if int(a.pending.Add(1)) > a.cfg.MaxPending {
-			a.pending.Add(-1)
-			a.cfg.Logf("refused %v: %d unauthenticated connections already pending", nc.RemoteAddr(), a.cfg.MaxPending)
-			nc.Close()
-			continue
-		}
+		p := a.admit(nc)
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			a.handle(ctx, nc)
+			a.handle(ctx, p)
 		}()
 	}
+}
+
+// admit records nc as pending. Over the per-source bound it first closes
+// the oldest pending connection from nc's source; over the total bound,
+// the oldest from the source holding the most (the oldest such on a tie).
+// Whoever holds idle connections thus only ever displaces its own, or the
+// largest holder's, and a controller's fresh connection always gets its
+// handshake.
+func (a *Agent) admit(nc net.Conn) *pendingConn {
+	src := nc.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(src); err == nil {
+		src = h
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var victim *pendingConn
+	var why string
+	if l := a.pending[src]; len(l) >= a.cfg.MaxPendingPerSource {
+		victim = l[0]
+		why = fmt.Sprintf("%d unauthenticated connections already pending from %s", len(l), src)
+	} else if a.npend >= a.cfg.MaxPending {
+		for _, l := range a.pending {
+			if victim == nil || len(l) > len(a.pending[victim.src]) ||
+				len(l) == len(a.pending[victim.src]) && l[0].seq < victim.seq {
+				victim = l[0]
+			}
+		}
+		why = fmt.Sprintf("%d unauthenticated connections already pending", a.npend)
+	}
+	if victim != nil {
+		a.cfg.Logf("closed the oldest pending connection from %v for %v: %s", victim.nc.RemoteAddr(), nc.RemoteAddr(), why)
+		a.unpend(victim)
+		victim.nc.Close()
+	}
+	a.seq++
+	p := &pendingConn{nc: nc, src: src, seq: a.seq}
+	a.pending[src] = append(a.pending[src], p)
+	a.npend++
+	return p
+}
+
+// unpend forgets p (once; a.mu held).
+func (a *Agent) unpend(p *pendingConn) {
+	l := a.pending[p.src]
+	for i, x := range l {
+		if x == p {
+			l = append(l[:i:i], l[i+1:]...)
+			a.npend--
+			if len(l) == 0 {
+				delete(a.pending, p.src)
+			} else {
+				a.pending[p.src] = l
+			}
+			return
+		}
+	}
+}
+
+// settled ends p's pending state (authenticated or refused).
+func (a *Agent) settled(p *pendingConn) {
+	a.mu.Lock()
+	a.unpend(p)
+	a.mu.Unlock()
 }
 
 func (a *Agent) info() *wire.Welcome {
@@ -190,11 +278,12 @@ func (a *Agent) info() *wire.Welcome {
 		Listen: a.ln.Addr().String(), Roles: role.Names()}}
 }
 
-func (a *Agent) handle(ctx context.Context, nc net.Conn) {
+func (a *Agent) handle(ctx context.Context, p *pendingConn) {
+	nc := p.nc
 	defer nc.Close()
 	c := wire.NewConn(nc)
 	ctl, err := c.ServerHandshake(a.cfg.Token, a.cfg.Name, a.info(), a.cfg.HandshakeTimeout)
-	a.pending.Add(-1)
+	a.settled(p)
 	if err != nil {
 		a.cfg.Logf("refused controller %v: %v", nc.RemoteAddr(), err)
 		if !errors.Is(err, wire.ErrAuth) {
@@ -325,6 +414,13 @@ func (s *session) run(ctx context.Context) error {
 		}
 	}()
 	for _, rs := range as.Roles {
+		// As for the agent's own listener: a role binds the address it is
+		// given, never every interface (unless the operator allowed that).
+		if h, _, err := net.SplitHostPort(rs.Bind); err == nil && wire.IsWildcard(h) && !a.cfg.AllowWildcard {
+			err := fmt.Errorf("role %s: bind %q is a wildcard address (every interface); give the data address", rs.ID, rs.Bind)
+			_ = s.c.Send(&wire.ErrorMsg{Code: "role", Reason: err.Error()})
+			return err
+		}
 		spec := role.Spec{ID: rs.ID, Role: rs.Role, Host: as.Host, Bind: rs.Bind, Peers: rs.Peers, From: rs.From,
 			Params: rs.Params, Duration: time.Duration(sc.DurationNS), Grace: time.Duration(sc.GraceNS), Scenario: sc.Raw,
 			Logf: func(f string, args ...any) { a.cfg.Logf("["+rs.ID+"] "+f, args...) }}

@@ -101,6 +101,10 @@ func Read(ctx context.Context, c Config) *Snapshot {
 		s.Absent["dcqcn"] = "no network interface given or found for the data address"
 	}
 	for _, nd := range c.Netdevs {
+		if !plainName(nd) {
+			s.Absent["netdev/"+nd] = fmt.Sprintf("netdev %q is not a plain interface name (no '/', not . or ..): not read", nd)
+			continue
+		}
 		c.readEthtool(ctx, s, nd)
 		c.readECN(s, nd, &budget)
 	}
@@ -109,6 +113,13 @@ func Read(ctx context.Context, c Config) *Snapshot {
 	}
 	s.TakenNS = time.Now().UnixNano()
 	return s
+}
+
+// plainName reports whether a device name is safe to join into a sysfs
+// path: not empty, not . or .., no path separator or NUL. (The agent's
+// protocol is stricter: wire.CheckDevice.)
+func plainName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, "/\\\x00")
 }
 
 func readSmall(path string) (string, error) {
@@ -144,6 +155,11 @@ func (c *Config) readIB(s *Snapshot, budget *int) {
 	want := map[string]bool{}
 	for _, d := range c.RDMADevices {
 		want[d] = true
+	}
+	for d := range want {
+		if !plainName(d) {
+			want[d] = false // never matches a directory entry; reported below
+		}
 	}
 	found := map[string]bool{}
 	for _, d := range devs {
@@ -191,7 +207,10 @@ func (c *Config) readIB(s *Snapshot, budget *int) {
 		s.Absent["infiniband"] = fmt.Sprintf("none of the RDMA devices %v present", c.RDMADevices)
 	}
 	for _, d := range c.RDMADevices {
-		if !found[d] {
+		switch {
+		case !plainName(d):
+			s.Absent["infiniband/"+d] = fmt.Sprintf("RDMA device %q is not a plain device name (no '/', not . or ..): not read", d)
+		case !found[d]:
 			s.Absent["infiniband/"+d] = "RDMA device " + d + " not present under /sys/class/infiniband"
 		}
 	}

@@ -128,6 +128,17 @@ func TestAbsentNotZero(t *testing.T) {
 	if !strings.Contains(s.Absent["infiniband/mlx5_9"], "not present") {
 		t.Errorf("missing device: %v", s.Absent)
 	}
+	// Names that are not plain are never joined into a path: a netdev
+	// "../../../tmp/x" would otherwise read /tmp/x/ecn.
+	write(t, root, "tmp/x/ecn/roce_np/enable/3", "1")
+	bad := cfg
+	bad.Netdevs, bad.RDMADevices = []string{"../../../tmp/x", ".."}, []string{"../mlx5_0"}
+	s = Read(context.Background(), bad)
+	if len(s.Values) != 0 || len(s.Settings) != 0 || !strings.Contains(s.Absent["netdev/../../../tmp/x"], "not a plain interface name") ||
+		!strings.Contains(s.Absent["netdev/.."], "not a plain interface name") ||
+		!strings.Contains(s.Absent["infiniband/../mlx5_0"], "not a plain device name") {
+		t.Errorf("bad names: values %v settings %v absent %v", s.Values, s.Settings, s.Absent)
+	}
 	cfg.Netdevs = nil
 	if s := Read(context.Background(), cfg); s.Absent["ethtool"] == "" {
 		t.Errorf("no netdev: %v", s.Absent)

@@ -171,8 +171,16 @@ func ParseHosts(file string, data []byte) (*Hosts, error) {
 				errs = append(errs, fmt.Errorf("%s: ps_roles: %q is not one of %s", at, r, strings.Join(psKinds, ", ")))
 			}
 		}
-		for _, n := range append(slices.Clone(h.Netdevs), h.RDMADevices...) {
-			if err := wire.CheckName("device", n); err != nil {
+		// Plain device names only, as the agent checks them (the counter
+		// reader joins them into sysfs paths): refused here, before any
+		// agent is contacted.
+		for _, n := range h.Netdevs {
+			if err := wire.CheckDevice("netdevs", n, wire.MaxNetdev); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %v", at, err))
+			}
+		}
+		for _, n := range h.RDMADevices {
+			if err := wire.CheckDevice("rdma_devices", n, wire.MaxRDMADevice); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %v", at, err))
 			}
 		}

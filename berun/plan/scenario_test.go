@@ -158,3 +158,17 @@ func TestFromPerftestScenario(t *testing.T) {
 		t.Errorf("msgrate benchmark: %v", err)
 	}
 }
+
+// A hosts file naming a device that is not a plain name is refused before
+// any agent is contacted.
+func TestHostsDeviceNames(t *testing.T) {
+	for _, bad := range []string{`netdevs: ["../../tmp/x"]`, `rdma_devices: ["mlx5/0"]`, `netdevs: [".."]`} {
+		_, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1, `+bad+`}]`))
+		if err == nil || !strings.Contains(err.Error(), "plain device name") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	if _, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1, netdevs: [eth2], rdma_devices: [mlx5_0]}]`)); err != nil {
+		t.Errorf("plain names: %v", err)
+	}
+}

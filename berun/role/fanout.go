@@ -12,7 +12,6 @@ import (
 
 	"github.com/besim/besim/berun/tcpx"
 	"github.com/besim/besim/byteexpress"
-	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 )
 
@@ -37,7 +36,6 @@ import (
 
 // fanWorkload is what a workload supplies to the fan-out roles.
 type fanWorkload struct {
-	kind      scenarios.WorkloadKind
 	servers   int // server instances
 	clients   int // client instances
 	headLen   int // the header every request starts with and every answer echoes (<= 24)

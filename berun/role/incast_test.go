@@ -105,4 +105,9 @@ func TestIncastRoleErrors(t *testing.T) {
 	if _, err := New(s); err == nil || !strings.Contains(err.Error(), "no incast-pull workload") {
 		t.Errorf("incast role on a ps-cluster scenario: %v", err)
 	}
+	// A ps-cluster through the RPC layer is refused, not replayed without it.
+	rpcOn := strings.Replace(string(ps), "kind: ps-cluster", "kind: ps-cluster\n  rpc: true", 1)
+	if _, err := New(Spec{ID: "server0", Role: "ps-server", Params: map[string]string{"index": "0"}, Scenario: []byte(rpcOn)}); err == nil || !strings.Contains(err.Error(), "workload.rpc") {
+		t.Errorf("ps role with rpc: true: %v", err)
+	}
 }

@@ -92,7 +92,6 @@ func newFan(spec Spec, server bool, kind scenarios.WorkloadKind, work func(s *sc
 	if err != nil {
 		return nil, err
 	}
-	w.kind = kind
 	if prio < 0 {
 		prio = losslessPrio(s)
 	}
@@ -119,6 +118,9 @@ func newPS(spec Spec) (Role, error) {
 }
 
 func psWorkload(s *scenarios.Scenario) (fanWorkload, error) {
+	if s.Workload.RPCOn() {
+		return fanWorkload{}, errors.New("workload.rpc: the ps roles do not run the RPC layer (byteexpress/rpc) yet; replay with rpc: false, or simulate it with besim")
+	}
 	cfg, err := ps.FromScenario(s)
 	if err != nil {
 		return fanWorkload{}, err

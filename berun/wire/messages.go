@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,6 +72,55 @@ func checkText(what, s string, max int) error {
 		return fmt.Errorf("%s: not valid UTF-8", what)
 	}
 	return nil
+}
+
+// Device name bounds: a Linux network interface name is at most 15 bytes
+// (IFNAMSIZ 16 with its NUL), an RDMA device name at most 63
+// (IB_DEVICE_NAME_MAX 64).
+const (
+	MaxNetdev     = 15
+	MaxRDMADevice = 63
+)
+
+// CheckDevice returns an error unless s is a plain device name: 1..max
+// bytes of letters, digits, '.', '_' or '-', starting with a letter or
+// digit. No '/' and no "." or "..": the counter reader joins these names
+// into sysfs paths (/sys/class/net/NAME/ecn, /sys/class/infiniband/NAME).
+func CheckDevice(what, s string, max int) error {
+	ok := len(s) > 0 && len(s) <= max
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		ok = alnum || i > 0 && (c == '.' || c == '_' || c == '-')
+	}
+	if !ok {
+		return fmt.Errorf("%s %q: want a plain device name, 1..%d letters, digits, '.', '_', '-', starting with a letter or digit (no '/')", what, clip(s), max)
+	}
+	return nil
+}
+
+func checkDevices(what string, s []string, max, maxLen int) error {
+	if len(s) > max {
+		return fmt.Errorf("%s: %d entries, at most %d", what, len(s), max)
+	}
+	seen := make(map[string]bool, len(s))
+	for i, x := range s {
+		if err := CheckDevice(fmt.Sprintf("%s[%d]", what, i), x, maxLen); err != nil {
+			return err
+		}
+		if seen[x] {
+			return fmt.Errorf("%s: %q listed twice", what, x)
+		}
+		seen[x] = true
+	}
+	return nil
+}
+
+// IsWildcard reports whether host (of a host:port) binds every interface:
+// empty, 0.0.0.0 or :: (any unspecified address).
+func IsWildcard(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
 }
 
 // CheckAddr returns an error unless s is host:port with a numeric port.
@@ -213,8 +264,8 @@ type RoleSpec struct {
 // CounterConfig says which NIC counters an agent reads around the run.
 type CounterConfig struct {
 	Skip        bool     `json:"skip,omitempty"`
-	Netdevs     []string `json:"netdevs,omitempty"`      // for ethtool -S and the ecn sysfs; empty: the data address's interface
-	RDMADevices []string `json:"rdma_devices,omitempty"` // under /sys/class/infiniband; empty: all
+	Netdevs     []string `json:"netdevs,omitempty"`      // for ethtool -S and the ecn sysfs; empty: the data address's interface (plain names, CheckDevice)
+	RDMADevices []string `json:"rdma_devices,omitempty"` // under /sys/class/infiniband; empty: all (plain names, CheckDevice)
 }
 
 // Assign gives a host its roles (controller -> agent).
@@ -394,6 +445,11 @@ func (m *Scenario) Validate() error {
 	if err := checkBytes("sha256", m.SHA256, 32); err != nil {
 		return err
 	}
+	// The digest is what the controller records for the run: the agent
+	// runs exactly those bytes or nothing.
+	if sum := sha256.Sum256(m.Raw); !bytes.Equal(sum[:], m.SHA256) {
+		return fmt.Errorf("sha256: %x is not the digest of the %d raw bytes sent (%x)", m.SHA256, len(m.Raw), sum)
+	}
 	if err := checkDuration("duration_ns", m.DurationNS, false); err != nil {
 		return err
 	}
@@ -454,10 +510,10 @@ func (m *Assign) Validate() error {
 		}
 		seen[m.Roles[i].ID] = true
 	}
-	if err := checkNames("counters.netdevs", m.Counters.Netdevs, 64); err != nil {
+	if err := checkDevices("counters.netdevs", m.Counters.Netdevs, 64, MaxNetdev); err != nil {
 		return err
 	}
-	return checkNames("counters.rdma_devices", m.Counters.RDMADevices, 64)
+	return checkDevices("counters.rdma_devices", m.Counters.RDMADevices, 64, MaxRDMADevice)
 }
 
 func (m *Ready) Validate() error {

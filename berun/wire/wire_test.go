@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,6 +16,8 @@ import (
 
 func n32(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 
+func sum(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+
 // samples returns one valid message of every type.
 func samples() []Message {
 	return []Message{
@@ -22,7 +25,7 @@ func samples() []Message {
 		&Challenge{Version: Version, Agent: "h1", Nonce: n32(2), Proof: n32(3)},
 		&Auth{MAC: n32(4)},
 		&Welcome{Agent: AgentInfo{Name: "h1", Hostname: "box", Version: "dev", GoVersion: "go1.26", OS: "linux", Arch: "amd64", PID: 42, Listen: "127.0.0.1:7000", Roles: []string{"tcp-bulk", "tcp-echo"}}},
-		&Scenario{RunID: "r1", Name: "smoke", File: "smoke.yaml", Raw: []byte("name: smoke\n"), SHA256: n32(5), DurationNS: int64(time.Second), GraceNS: int64(5 * time.Second)},
+		&Scenario{RunID: "r1", Name: "smoke", File: "smoke.yaml", Raw: []byte("name: smoke\n"), SHA256: sum([]byte("name: smoke\n")), DurationNS: int64(time.Second), GraceNS: int64(5 * time.Second)},
 		&Assign{RunID: "r1", Host: "h1", DataAddr: "127.0.0.1:0", Roles: []RoleSpec{{ID: "sink", Role: "tcp-bulk", Bind: "127.0.0.1:0", From: []string{"send"}, Params: map[string]string{"mode": "sink"}}}, Counters: CounterConfig{Netdevs: []string{"eth0"}}},
 		&Ready{RunID: "r1", Bound: map[string]string{"sink": "127.0.0.1:4000", "send": ""}},
 		&Start{RunID: "r1", AtUnixNano: 1, Peers: []Peer{{ID: "sink", Role: "tcp-bulk", Host: "h2", Addr: "10.0.0.2:4000"}}},
@@ -139,9 +142,23 @@ func TestValidateBounds(t *testing.T) {
 		&Hello{Version: 2, Nonce: n32(1)},
 		&Hello{Version: 1, Nonce: n32(1)[:31]},
 		&Challenge{Version: 1, Agent: long, Nonce: n32(1), Proof: n32(1)},
-		&Scenario{RunID: "r", Name: "n", SHA256: n32(1), DurationNS: 0},
-		&Scenario{RunID: "r", Name: "n", SHA256: n32(1), DurationNS: int64(25 * time.Hour)},
-		&Scenario{RunID: "r", Name: "n", SHA256: n32(1), DurationNS: 1, Raw: make([]byte, MaxScenario+1)},
+		&Scenario{RunID: "r", Name: "n", SHA256: sum(nil), DurationNS: 0},
+		&Scenario{RunID: "r", Name: "n", SHA256: sum(nil), DurationNS: int64(25 * time.Hour)},
+		&Scenario{RunID: "r", Name: "n", SHA256: sum(make([]byte, MaxScenario+1)), DurationNS: 1, Raw: make([]byte, MaxScenario+1)},
+		// The digest must be the raw bytes' own.
+		&Scenario{RunID: "r", Name: "n", SHA256: n32(1), DurationNS: 1, Raw: []byte("name: n\n")},
+		&Scenario{RunID: "r", Name: "n", SHA256: sum([]byte("name: m\n")), DurationNS: 1, Raw: []byte("name: n\n")},
+		// Device names are plain: they become sysfs path components.
+		&Assign{RunID: "r", Host: "h", DataAddr: "1.2.3.4:1", Roles: []RoleSpec{{ID: "a", Role: "b", Bind: "1.2.3.4:0"}},
+			Counters: CounterConfig{Netdevs: []string{"../../../tmp/x"}}},
+		&Assign{RunID: "r", Host: "h", DataAddr: "1.2.3.4:1", Roles: []RoleSpec{{ID: "a", Role: "b", Bind: "1.2.3.4:0"}},
+			Counters: CounterConfig{Netdevs: []string{"eth0/ecn"}}},
+		&Assign{RunID: "r", Host: "h", DataAddr: "1.2.3.4:1", Roles: []RoleSpec{{ID: "a", Role: "b", Bind: "1.2.3.4:0"}},
+			Counters: CounterConfig{Netdevs: []string{".."}}},
+		&Assign{RunID: "r", Host: "h", DataAddr: "1.2.3.4:1", Roles: []RoleSpec{{ID: "a", Role: "b", Bind: "1.2.3.4:0"}},
+			Counters: CounterConfig{Netdevs: []string{"a-name-longer-than-15"}}},
+		&Assign{RunID: "r", Host: "h", DataAddr: "1.2.3.4:1", Roles: []RoleSpec{{ID: "a", Role: "b", Bind: "1.2.3.4:0"}},
+			Counters: CounterConfig{RDMADevices: []string{"mlx5_0/../../x"}}},
 		&Assign{RunID: "r", Host: "h", DataAddr: "nohost", Roles: []RoleSpec{{ID: "a", Role: "b", Bind: "1.2.3.4:0"}}},
 		&Assign{RunID: "r", Host: "h", DataAddr: "1.2.3.4:99999", Roles: []RoleSpec{{ID: "a", Role: "b", Bind: "1.2.3.4:0"}}},
 		&Assign{RunID: "r", Host: "h", DataAddr: "1.2.3.4:1", Roles: nil},
@@ -294,5 +311,23 @@ func TestLoadToken(t *testing.T) {
 	os.Unsetenv(EnvToken)
 	if _, err := LoadToken(""); err == nil || !strings.Contains(err.Error(), "--token-file") {
 		t.Fatalf("no token: %v", err)
+	}
+}
+
+func TestDeviceNamesAndWildcards(t *testing.T) {
+	for _, ok := range []string{"eth0", "enp1s0f0np0", "ib0.8001", "mlx5_0", "bond-1"} {
+		if err := CheckDevice("netdev", ok, MaxNetdev); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", ".", "..", "../x", "eth0/ecn", "/sys", "-eth", ".eth", "eth 0", "eth0:1", "abcdefghijklmnop"} {
+		if err := CheckDevice("netdev", bad, MaxNetdev); err == nil || !strings.Contains(err.Error(), "plain device name") {
+			t.Errorf("%q: %v, want refused as not a plain device name", bad, err)
+		}
+	}
+	for h, want := range map[string]bool{"": true, "0.0.0.0": true, "::": true, "0:0::0": true, "127.0.0.1": false, "10.0.0.1": false, "::1": false, "example.com": false} {
+		if IsWildcard(h) != want {
+			t.Errorf("IsWildcard(%q) = %v", h, !want)
+		}
 	}
 }

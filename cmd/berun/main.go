@@ -136,7 +136,7 @@ bound address is printed on stdout ("listening ADDR") once the agent is ready.`,
 	listen := fs.String("listen", "", "control address to bind, IP:port (required; port 0 picks one)")
 	tokenFile := fs.String("token-file", "", "file holding the shared token (default: $BERUN_TOKEN)")
 	name := fs.String("name", "", "agent name in logs and results (default: the host name)")
-	any := fs.Bool("listen-any", false, "allow a wildcard --listen address (every interface)")
+	any := fs.Bool("listen-any", false, "allow a wildcard --listen address and wildcard role binds (every interface)")
 	sysroot := fs.String("sysroot", "", "read /sys below this directory instead (testing)")
 	idle := fs.Duration("idle-timeout", 10*time.Second, "drop a controller silent for this long")
 	pos, code := parse(fs, args)

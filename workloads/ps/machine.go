@@ -86,6 +86,13 @@ type Stats struct {
 	// their age then, so those percentiles are lower bounds when non-zero.
 	FetchOpen, PushOpen int64
 	Sent, Answered      int64 // requests sent and answers received, whole run
+	// Failed counts the requests the runner's transport gave up on (an
+	// RPC layer's timeout without retry, or no usable replica), whole run:
+	// each ends its request as an answer would (Client.Failed), so Sent =
+	// Answered + Failed + what is still open. UsersFailed counts the user
+	// requests completed in the interval with at least one failed request
+	// (they are in User, not in Users).
+	Failed, UsersFailed int64
 	RxBytes             int64 // answer bytes received in the interval
 }
 
@@ -125,6 +132,8 @@ func (s *Stats) Merge(o *Stats) error {
 	s.PushOpen += o.PushOpen
 	s.Sent += o.Sent
 	s.Answered += o.Answered
+	s.Failed += o.Failed
+	s.UsersFailed += o.UsersFailed
 	s.RxBytes += o.RxBytes
 	return nil
 }
@@ -160,6 +169,7 @@ type clientSlot struct {
 	start   sim.Time
 	pushAt  sim.Time // trainers: when the pushes were sent
 	pending int      // requests (fetches or pushes) outstanding
+	failed  bool     // a request of this user request or iteration failed (Client.Failed)
 	push    bool
 	compute bool  // trainers: between the fetch phase and the pushes
 	servers []int // distinct servers touched, in first-drawn order
@@ -276,6 +286,30 @@ func (c *Client) Response(now sim.Time, h Header, n int) (*Out, error) {
 	if st.Measured(now) {
 		st.RxBytes += int64(n)
 	}
+	return c.done(now, h)
+}
+
+// Failed is the runner's transport giving up, at now, on the request with
+// header h (a request timeout that is not retried, or no usable replica):
+// it ends the request as an answer would, so the slot moves on, and is
+// counted in Stats.Failed; a ranker's user request with a failed request
+// completes into UsersFailed instead of Users. Its latency (until the
+// failure) is recorded like an answer's. A failure for a slot with nothing
+// pending is an error.
+func (c *Client) Failed(now sim.Time, h Header) (*Out, error) {
+	out := c.reset()
+	if h.Slot >= uint64(len(c.slots)) || c.slots[h.Slot].pending == 0 {
+		return out, fmt.Errorf("a failure for slot %d, which has nothing pending", h.Slot)
+	}
+	c.st.Failed++
+	c.slots[h.Slot].failed = true
+	return c.done(now, h)
+}
+
+// done ends one request of slot h.Slot at now (answered or failed).
+func (c *Client) done(now sim.Time, h Header) (*Out, error) {
+	out := &c.out
+	st := c.st
 	if h.Op == OpFetch {
 		st.record(st.Fetch, h.Sent, now)
 	} else {
@@ -305,7 +339,11 @@ func (c *Client) Response(now sim.Time, h Header, n int) (*Out, error) {
 	default:
 		st.record(st.User, sl.start, now)
 		if st.Measured(now) {
-			st.Users++
+			if sl.failed {
+				st.UsersFailed++
+			} else {
+				st.Users++
+			}
 		}
 		if c.cfg.RankerRate > 0 {
 			return out, nil
@@ -388,7 +426,7 @@ func (c *Client) fetch(i int, now sim.Time) {
 		n = c.cfg.TrainerShards
 	}
 	sl := &c.slots[i]
-	sl.start, sl.push, sl.compute = now, false, false
+	sl.start, sl.push, sl.compute, sl.failed = now, false, false, false
 	sl.servers, sl.shards = DrawFetch(c.rng, n, c.shardOf, sl.servers[:0], sl.shards[:0])
 	sl.pending = len(sl.servers)
 	for j, srv := range sl.servers {

@@ -281,3 +281,41 @@ func TestServerReply(t *testing.T) {
 		t.Errorf("counted %d fetches, %d pushes", a.Fetches, a.Pushes)
 	}
 }
+
+// A failed request (Client.Failed: the runner's RPC layer gave up) ends
+// it as an answer would: the user request completes, but into UsersFailed,
+// and the slot moves on to the next one; a failure for a slot with nothing
+// pending is an error.
+func TestFailedRequest(t *testing.T) {
+	cfg := Config{Servers: 2, Shards: 8, Rankers: 1, RankerOutstanding: 1, FanOut: 1}
+	if err := cfg.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	st := NewStats()
+	st.SetInterval(0, sim.Millisecond)
+	c := NewClient(&cfg, 0, ShardServers(8, 2), st)
+	out := c.Start(0)
+	if len(out.Sends) != 1 {
+		t.Fatalf("%d sends for one shard", len(out.Sends))
+	}
+	h := out.Sends[0].Header
+	out, err := c.Failed(10*sim.Microsecond, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Failed != 1 || st.UsersFailed != 1 || st.Users != 0 || st.User.Count() != 1 || st.Answered != 0 {
+		t.Errorf("after a failure: failed %d, users failed %d, users %d, user latencies %d, answered %d; want 1, 1, 0, 1, 0", st.Failed, st.UsersFailed, st.Users, st.User.Count(), st.Answered)
+	}
+	if len(out.Sends) != 1 {
+		t.Fatalf("the closed loop did not move on: %d sends", len(out.Sends))
+	}
+	if _, err := c.Response(20*sim.Microsecond, out.Sends[0].Header, HeaderSize); err != nil {
+		t.Fatal(err)
+	}
+	if st.Users != 1 || st.UsersFailed != 1 {
+		t.Errorf("the next user request: users %d, failed %d; want 1, 1", st.Users, st.UsersFailed)
+	}
+	if _, err := c.Failed(0, Header{Slot: 5}); err == nil {
+		t.Error("a failure for slot 5 was accepted")
+	}
+}

@@ -120,6 +120,15 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Release the hosts' registered memory (bemalloc pools are mmap'ed
+	// outside the Go heap) on every return: a sweep runs many simulations,
+	// failed ones too, in one process.
+	closed := false
+	defer func() {
+		if !closed {
+			_ = c.Close()
+		}
+	}()
 	run := &incastRun{cfg: &cfg, c: c, st: incast.NewStats()}
 	if err := run.setup(hpl); err != nil {
 		return nil, err
@@ -166,10 +175,10 @@ func Run(cfg Config) (*Result, error) {
 	res.Report = c.Network().Report()
 	run.stopped = true
 	res.Events = c.Kernel().Events()
-	// Release the hosts' registered memory (pools are mmap'ed outside the Go
-	// heap): a sweep runs many simulations in one process. Buffers still in
-	// flight at the cut-off are not an error of the workload.
+	// Buffers still in flight at the cut-off are not an error of the
+	// workload.
 	_ = c.Close()
+	closed = true
 	res.Errors = run.Errs
 	res.Setup = run.setupDone
 	res.PoolWarm = run.warmDone

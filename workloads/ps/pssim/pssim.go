@@ -2,7 +2,10 @@
 // §2.1, Figure 1; Tables 5-7) over the simulated cluster: ByteExpress on
 // simhost's RNICs, or the kernel TCP model of tcpsim on the same fabric
 // (the paper's §8 baseline). It registers scenario kind ps-cluster and
-// reduces a run to the result format.
+// reduces a run to the result format. With Config.RPC (scenario key
+// workload.rpc) every fetch and push goes through the RPC layer,
+// byteexpress/rpc, as the paper's applications reach ByteExpress through
+// Archon (rpc.go says how it is wired).
 //
 // Applications are one long-lived value per host (simhost.App) and timers
 // are sim.Timer values: no closure or goroutine per message. Every random
@@ -15,6 +18,7 @@ import (
 	"fmt"
 
 	"github.com/besim/besim/byteexpress"
+	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/faults"
 	"github.com/besim/besim/metrics"
@@ -38,10 +42,14 @@ type Config struct {
 	// fabric; Cluster.NIC, BE, Pool and CPU are then unused).
 	TCP tcpsim.Config
 	// Faults are injected from the start of the measured interval (their
-	// At is relative to it). Host faults (crash, QP error) need the RPC
-	// layer's recovery, which this workload does not use: see
+	// At is relative to it). Host faults (crash, QP error) need replicas
+	// to recover to, which this workload does not have: see
 	// workloads/failover.
 	Faults []faults.Spec
+	// RPC, when not nil, sends every fetch and push of the clients through
+	// the RPC layer (byteexpress/rpc) with this policy (rpc.go says how);
+	// nil sends them on the sockets directly. Transport rdma only.
+	RPC *rpc.Config
 }
 
 // Result is what one PS-cluster run measured.
@@ -75,6 +83,12 @@ type Result struct {
 	TCP    *tcpsim.Stats // summed over hosts; nil over RDMA
 	Faults []faults.Event
 	NAKs   uint64 // RDMA: sequence-error NAKs sent by responders (lost frames)
+	// RPC is what the RPC layer did (nil without it); FailedRequests and
+	// UsersFailed are the requests it gave up on (whole run) and the user
+	// requests completed in the interval with one of those (not in
+	// UserRequests).
+	RPC                         *RPCStats
+	FailedRequests, UsersFailed int64
 	// RCTimeouts and Retransmits are the RDMA requesters' retransmission
 	// timer expiries and data packets sent again (go-back-N or timeout),
 	// summed over every NIC for the whole run: a loss with no later packet
@@ -106,7 +120,18 @@ func Run(cfg Config) (*Result, error) {
 	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: cfg.Spines}
 	r := &psRun{cfg: &cfg, st: ps.NewStats()}
 	r.shardServer = ps.ShardServers(cfg.Shards, cfg.Servers)
+	// Release the RDMA hosts' registered memory (bemalloc pools are
+	// mmap'ed outside the Go heap) on every return: a sweep runs many
+	// simulations, failed ones too, in one process.
+	defer func() {
+		if r.be != nil && !r.closed {
+			_ = r.be.Close()
+		}
+	}()
 	var err error
+	if cfg.RPC != nil && cfg.Transport == ps.TCP {
+		return nil, errors.New("workloads: ps: the RPC layer (byteexpress/rpc) runs over ByteExpress: it needs transport rdma, not tcp")
+	}
 	if cfg.Transport == ps.TCP {
 		err = r.buildTCP(sc.Fabric, cl*hpl)
 	} else {
@@ -171,7 +196,12 @@ func Run(cfg Config) (*Result, error) {
 			res.RCTimeouts += st.Timeouts
 			res.Retransmits += st.Retransmits
 		}
+		if cfg.RPC != nil {
+			res.RPC = r.rpcResult()
+			res.FailedRequests, res.UsersFailed = st.Failed, st.UsersFailed
+		}
 		_ = r.be.Close()
+		r.closed = true
 	}
 	return res, nil
 }
@@ -185,6 +215,12 @@ func (r *psRun) buildRDMA(sc simhost.Config, firstServer int) error {
 		d := sc.BE.Defaults()
 		sc.BE.CQDepth = max(d.CQDepth, (cfg.Servers+clients+8)*(d.SQDepth+d.RQDepth))
 	}
+	if cfg.RPC != nil && sc.BE.ConnectTimeout == 0 {
+		// Archon's connection timeout Tc bounds a new engine's exchange,
+		// as in workloads/failover.
+		sc.BE.ConnectTimeout = cfg.RPC.ConnTimeout
+	}
+	r.firstServer = firstServer
 	c, err := simhost.New(sc)
 	if err != nil {
 		return err
@@ -208,6 +244,11 @@ func (r *psRun) buildRDMA(sc simhost.Config, firstServer int) error {
 				return err
 			}
 			pc.socks = append(pc.socks, sk)
+		}
+		if cfg.RPC != nil {
+			if err := r.newRPC(pc, i); err != nil {
+				return err
+			}
 		}
 	}
 	want := clients * cfg.Servers
@@ -276,6 +317,10 @@ type psRun struct {
 	clients     []*psClient
 	connected   int
 	stopped     bool
+	firstServer int // host index of server 0 (RDMA)
+	rpcStats    RPCStats
+	rpcTimeouts int64
+	closed      bool // the RDMA cluster's memory released
 	simrun.Failures
 }
 
@@ -379,6 +424,15 @@ type psClient struct {
 	th    *tcpsim.Host
 	conns []*tcpsim.Conn
 	timer sim.Timer
+	// The RPC layer (Config.RPC; rpc.go): the layer, its timer, the
+	// machine's message of each call in flight, the message of the call
+	// being started, and failures waiting to reach the machine at failAt.
+	rpc    *rpc.Client
+	rtimer sim.Timer
+	calls  map[rpc.CallID]ps.Send
+	cur    ps.Send
+	failq  []ps.Header
+	failAt sim.Time
 }
 
 // psTick is a client's timer handler: open-loop arrivals (rankers) or the
@@ -412,6 +466,10 @@ func (pc *psClient) do(out *ps.Out) {
 }
 
 func (pc *psClient) send(s ps.Send) {
+	if pc.rpc != nil {
+		pc.call(s)
+		return
+	}
 	if pc.th != nil {
 		if err := pc.conns[s.Server].Send(s.Size, tcpsim.Meta(s.Header.Words())); err != nil {
 			pc.run.Fail(err)
@@ -447,6 +505,10 @@ func (pc *psClient) response(now sim.Time, h ps.Header, n int, err error) {
 // OnEvent implements simhost.App.
 func (pc *psClient) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 	r := pc.run
+	if pc.rpc != nil {
+		pc.rpcEvent(h, ev)
+		return
+	}
 	switch ev.Kind {
 	case byteexpress.EvConnected:
 		r.connected++
@@ -476,6 +538,10 @@ func (s *psServer) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 	r := s.run
 	switch ev.Kind {
 	case byteexpress.EvMessage:
+		if r.cfg.RPC != nil {
+			s.rpcAnswer(h, ev)
+			return
+		}
 		p := ev.Buf.Bytes()[:ev.Len]
 		hd, err := ps.ParseHeader(p)
 		n := 0

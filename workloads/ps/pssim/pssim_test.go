@@ -2,8 +2,11 @@ package pssim
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/faults"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
@@ -252,5 +255,100 @@ func TestPSStalledCountsAtAge(t *testing.T) {
 		if h.p50 >= stalled || h.max < stalled {
 			t.Errorf("%s: median %d ns, slowest %d ns; want the completed ones under %d ns and the stalled ones at least that old", h.name, h.p50, h.max, stalled)
 		}
+	}
+}
+
+// rpcCheck is the RPC layer's bookkeeping: every call is answered, failed
+// or still outstanding at the end, and the machine saw exactly one outcome
+// per request (its failures are the layer's).
+func rpcCheck(t *testing.T, r *Result) {
+	t.Helper()
+	q := r.RPC
+	if q == nil {
+		t.Fatal("no RPC statistics with the RPC layer on")
+	}
+	calls, done := q.Calls[0]+q.Calls[1], q.Answered[0]+q.Answered[1]+q.Failed[0]+q.Failed[1]
+	if calls != done+q.Outstanding {
+		t.Errorf("%d calls, %d answered or failed, %d outstanding: a call is lost", calls, done, q.Outstanding)
+	}
+	if f := q.Failed[0] + q.Failed[1]; f != r.FailedRequests {
+		t.Errorf("the layer failed %d calls, the machine saw %d failures", f, r.FailedRequests)
+	}
+	if q.Timeouts < q.Retries {
+		t.Errorf("%d retries for %d timeouts: every retry follows a timeout", q.Retries, q.Timeouts)
+	}
+}
+
+// With the RPC layer on a clean fabric (no loss, Tr far above every
+// latency) the clients do the same work as without it: no timeout, retry,
+// failure or late answer, every call accounted, and the same order of
+// user requests and iterations completed (each message is 24 bytes
+// longer, so the counts may differ a little; they are the same requests,
+// drawn from the same streams).
+func TestPSRPCClean(t *testing.T) {
+	c := psCfg()
+	off, err := Run(c)
+	if err != nil || len(off.Errors) > 0 {
+		t.Fatalf("%v %v", err, off.Errors)
+	}
+	if off.RPC != nil {
+		t.Fatal("RPC statistics without the RPC layer")
+	}
+	rc := rpc.DefaultConfig()
+	c.RPC = &rc
+	on, err := Run(c)
+	if err != nil || len(on.Errors) > 0 {
+		t.Fatalf("%v %v", err, on.Errors)
+	}
+	q := on.RPC
+	t.Logf("rpc off: %d user requests, %d iterations; on: %d, %d (%d calls)", off.UserRequests, off.Iterations, on.UserRequests, on.Iterations, q.Calls[0]+q.Calls[1])
+	rpcCheck(t, on)
+	if q.Retries+q.Timeouts+q.Resent+q.Failed[0]+q.Failed[1]+q.Stale[0]+q.Stale[1] != 0 || on.UsersFailed != 0 {
+		t.Errorf("clean fabric: %+v, %d user requests failed", *q, on.UsersFailed)
+	}
+	for _, p := range [][2]int64{{off.UserRequests, on.UserRequests}, {off.Iterations, on.Iterations}} {
+		if p[1] == 0 || 10*abs(p[0]-p[1]) > p[0] {
+			t.Errorf("rpc off %d, on %d completed: more than 10%% apart", p[0], p[1])
+		}
+	}
+	c.Transport = ps.TCP
+	if _, err := Run(c); err == nil || !strings.Contains(err.Error(), "needs transport rdma") {
+		t.Errorf("rpc over tcp: %v", err)
+	}
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// With 2% of one client's RoCE frames dropped, a lost frame that no later
+// frame of its QP reveals waits for the RC ACK timeout (67 ms at the
+// default exponent 14); the RPC layer's Tr (1 ms here, so the test is
+// short) expires first: fetches are retried (the retry's frames reveal the
+// loss, and the original's answer then comes late and is dropped as
+// stale), pushes, which are not idempotent, fail. Every call is answered,
+// failed or outstanding, and the machine sees one outcome per request.
+func TestPSRPCRetriesUnderLoss(t *testing.T) {
+	c := psCfg()
+	c.Measure = 10 * sim.Millisecond
+	rc := rpc.DefaultConfig()
+	rc.RequestTimeout = time.Millisecond
+	c.RPC = &rc
+	c.Faults = []faults.Spec{{Kind: faults.Loss, At: 0, Host: 0, Switch: -1, Drop: 0.02, Prios: 1 << 3}}
+	r, err := Run(c)
+	if err != nil || len(r.Errors) > 0 {
+		t.Fatalf("%v %v", err, r.Errors)
+	}
+	q := r.RPC
+	t.Logf("2%% loss on host 0: %+v; %d user requests (%d failed), %d iterations, %d RC timeouts, %d NAKs", *q, r.UserRequests, r.UsersFailed, r.Iterations, r.RCTimeouts, r.NAKs)
+	rpcCheck(t, r)
+	if q.Retries == 0 || q.Timeouts == 0 || q.Resent < q.Retries {
+		t.Errorf("no RPC retries under loss (%d timeouts, %d retries, %d re-sent)", q.Timeouts, q.Retries, q.Resent)
+	}
+	if r.UserRequests == 0 || r.Iterations == 0 {
+		t.Errorf("%d user requests, %d iterations completed under loss", r.UserRequests, r.Iterations)
 	}
 }

@@ -3,10 +3,13 @@ package pssim
 import (
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
 	"github.com/besim/besim/tcpsim"
 	"github.com/besim/besim/workloads/ps"
 )
@@ -27,6 +30,15 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 		return Config{}, err
 	}
 	cfg := Config{Config: app, Cluster: sc, Faults: experiment.FaultSpecs(s)}
+	if w.RPCOn() {
+		rp := w.RPC
+		rc := rpc.DefaultConfig()
+		rc.ConnTimeout, rc.RequestTimeout = coreDuration(rp.ConnectTimeout.Time()), coreDuration(rp.RequestTimeout.Time())
+		rc.RetryProb, rc.MaxAttempts = rp.RetryProb.Float64(), rp.MaxAttempts
+		rc.Window, rc.ProbeInterval = coreDuration(rp.QuarantineWindow.Time()), coreDuration(rp.ProbeInterval.Time())
+		rc.MaxConnFailures, rc.MaxReqFailures = rp.MaxConnFailures, rp.MaxReqFailures
+		cfg.RPC = &rc
+	}
 	if t := w.TCP; t != nil && w.Transport == scenarios.OverTCP {
 		cfg.TCP = tcpsim.Config{CC: tcpsim.CC(t.CC), MSS: int(t.MSS), Prio: uint8(t.Prio), InitCwnd: t.InitCwnd,
 			MinRTO: t.MinRTO.Time(), DelAck: t.DelayedAck.Time(), AckEvery: t.AckEvery, Threads: t.Threads,
@@ -128,9 +140,30 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 		r.Add("rnic/retransmits", float64(res.Retransmits), "packets")
 	}
 	r.Tables = append(r.Tables, tbl, cpu)
+	if q := res.RPC; q != nil {
+		var calls, failed, stale int64
+		rt := report.Table{Name: "rpc", Title: fmt.Sprintf("RPC layer (byteexpress/rpc, paper §7.2; Tr %v, retry probability %g, at most %d attempts; fetches idempotent, pushes not), whole run per client call", cfg.RPC.RequestTimeout, cfg.RPC.RetryProb, cfg.RPC.MaxAttempts),
+			KeyName: "op", Columns: []report.Column{{Name: "calls"}, {Name: "answered"}, {Name: "failed"}, {Name: "retried"}, {Name: "stale answers"}}}
+		for i, op := range []string{"fetch", "push"} {
+			rt.AddRow(op, float64(q.Calls[i]), float64(q.Answered[i]), float64(q.Failed[i]), float64(q.Retried[i]), float64(q.Stale[i]))
+			calls, failed, stale = calls+q.Calls[i], failed+q.Failed[i], stale+q.Stale[i]
+		}
+		r.Add("rpc/calls", float64(calls), "")
+		r.Add("rpc/retries", float64(q.Retries), "")
+		r.Add("rpc/resent", float64(q.Resent), "")
+		r.Add("rpc/timeouts", float64(q.Timeouts), "")
+		r.Add("rpc/failed", float64(failed), "")
+		r.Add("rpc/stale", float64(stale), "")
+		r.Add("rpc/outstanding", float64(q.Outstanding), "")
+		r.Add("user/failed", float64(res.UsersFailed), "")
+		r.Tables = append(r.Tables, rt)
+		r.Notes = append(r.Notes, fmt.Sprintf("RPC layer on: every fetch and push is a call (24-byte RPC header before the ps message; one replica per server); %d timeouts, %d retries, %d re-sends, %d calls failed (%d user requests completed with a failed fetch: user/failed, not in user's completions)", q.Timeouts, q.Retries, q.Resent, failed, res.UsersFailed))
+	}
 	r.Notes = append(r.Notes, "transport: "+transport)
 	r.Notes = append(r.Notes, fmt.Sprintf("fetch sub-requests: one per distinct server of a request's shards (the \"fetch\" and \"push\" rows have no completion count); %d PFC frames", t.PFCFramesTx))
 	for _, e := range res.Errors {
 		r.Notes = append(r.Notes, "error: "+e.Error())
 	}
 }
+
+func coreDuration(t sim.Time) time.Duration { return time.Duration(t / sim.Nanosecond) }
