@@ -1,10 +1,16 @@
 package fabric
 
 import (
+	"slices"
 	"testing"
 
+	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/sim"
 )
+
+type pfcSeries = pfc.Series
+
+var newPFCSeries = pfc.NewSeries
 
 // incast64 is the benchmark scenario: 64 line-rate senders into one 25 Gbps
 // receiver through one switch, lossless with PFC, flows without end.
@@ -83,5 +89,101 @@ func BenchmarkIncast64to1(b *testing.B) {
 	b.ReportMetric(float64(n.K.Events()-e0)/hops, "events/hop")
 	if d := (n.K.Now() - t0).Seconds(); d > 0 {
 		b.ReportMetric(d/b.Elapsed().Seconds(), "sim-s/s")
+	}
+}
+
+// The change-driven depth series equal, point for point, what a sampler
+// visiting every queue at every tick records: the oracle below steps the
+// kernel and, right after each sampler tick (the instant the old sampler
+// read the queues), samples every queue that has held a frame. A small cap
+// exercises the downsampling; the sampler keeps ticking while flows run.
+func TestDepthSeriesMatchPerTickSampling(t *testing.T) {
+	const capPoints = 64
+	n := build(t, func(c *Config) {
+		c.Topology = Topology{Kind: Star, Hosts: 17}
+		c.Sampling = Sampling{Interval: 3 * sim.Microsecond, Cap: capPoints}
+	})
+	for i := 0; i < 16; i++ {
+		addFlow(t, n, Flow{Src: NodeID(i), Dst: 16, Prio: lossless})
+	}
+	addFlow(t, n, Flow{Src: 16, Dst: 3, Prio: 1})
+	ref := map[*Port]*[NumPrio]*pfcSeries{}
+	ticks := n.sampler.ticks
+	for n.K.Now() < 4*sim.Millisecond && n.K.Step() {
+		if n.sampler.ticks == ticks {
+			continue
+		}
+		ticks = n.sampler.ticks
+		for _, sw := range n.Switches {
+			for _, p := range sw.Ports {
+				for i := 0; i < NumPrio; i++ {
+					if p.st[i].MaxQueue == 0 {
+						continue
+					}
+					r := ref[p]
+					if r == nil {
+						r = new([NumPrio]*pfcSeries)
+						ref[p] = r
+					}
+					if r[i] == nil {
+						r[i] = newPFCSeries(capPoints)
+					}
+					r[i].Sample(n.K.Now(), p.q[i].Bytes)
+				}
+			}
+		}
+	}
+	if ticks < 1000 {
+		t.Fatalf("only %d sampler ticks", ticks)
+	}
+	rep := n.Report()
+	compared := 0
+	for si, sw := range rep.Switches {
+		for pi, pr := range sw.Ports {
+			r := ref[n.Switches[si].Ports[pi]]
+			for i, q := range pr.Prio {
+				var want *pfcSeries
+				if r != nil {
+					want = r[i]
+				}
+				if (want == nil) != (q.Depth == nil) {
+					t.Fatalf("%s port %d prio %d: series present %v, per-tick sampling %v", sw.Name, pi, i, q.Depth != nil, want != nil)
+				}
+				if want == nil {
+					continue
+				}
+				if !slices.Equal(want.T, q.Depth.T) || !slices.Equal(want.V, q.Depth.V) || want.Stride() != q.Depth.Stride() {
+					t.Fatalf("%s port %d prio %d: series\n%v\n%v\nper-tick sampling\n%v\n%v", sw.Name, pi, i, q.Depth.T, q.Depth.V, want.T, want.V)
+				}
+				compared++
+			}
+		}
+	}
+	if compared < 2 {
+		t.Fatalf("only %d series compared", compared)
+	}
+}
+
+// Recording a depth change allocates nothing, whether ticks passed since the
+// previous change (a fill) or not.
+func TestDepthSyncAllocs(t *testing.T) {
+	n := incast64(t, 10*sim.Microsecond)
+	n.Run(sim.Millisecond)
+	var p *Port
+	for _, q := range n.Switches[0].Ports {
+		if q.Peer == 64 {
+			p = q
+		}
+	}
+	if p.depth[lossless] == nil {
+		t.Fatal("the bottleneck queue has no series")
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		n.sampler.ticks += 3
+		p.syncDepth(lossless)
+		p.syncDepth(lossless)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per depth change", allocs)
 	}
 }

@@ -94,8 +94,16 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 		r.Attach(h)
 	}
 	if cfg.Sampling.Interval > 0 {
-		n.sampler = sampler{net: n, interval: cfg.Sampling.Interval, cap: cfg.Sampling.Cap}
+		n.sampler = sampler{net: n, interval: cfg.Sampling.Interval, cap: cfg.Sampling.Cap, first: k.Now() + cfg.Sampling.Interval}
 		k.After(cfg.Sampling.Interval, &n.sampler, 0)
+		for _, sw := range n.Switches {
+			for _, p := range sw.Ports {
+				p.smp = &n.sampler
+				for i := range p.seen {
+					p.seen[i] = untracked
+				}
+			}
+		}
 	}
 	return n, nil
 }
@@ -268,26 +276,22 @@ func (n *Network) Run(until sim.Time) { n.K.RunUntil(until) }
 // egress bytes of each switch queue that has ever held a frame, into a
 // bounded pfc.Series per queue (allocated the first time the queue is seen
 // non-empty). It stops rescheduling once it is the only pending event.
+//
+// A tick costs O(1), not O(ports): it only counts itself. A queue's series
+// is written when its depth changes (Port.syncDepth), with one point per
+// tick that passed since the previous change at the depth that held over
+// them, and brought up to date by Report; that is the series a tick visiting
+// every queue would record, point for point.
 type sampler struct {
 	net      *Network
 	interval sim.Time
 	cap      int
+	first    sim.Time // instant of tick 1 (tick j is at first + (j-1)*interval)
+	ticks    int64    // ticks so far
 }
 
 func (s *sampler) OnEvent(now sim.Time, _ uint64) {
-	for _, sw := range s.net.Switches {
-		for _, p := range sw.Ports {
-			for i := 0; i < NumPrio; i++ {
-				if p.st[i].MaxQueue == 0 {
-					continue
-				}
-				if p.depth[i] == nil {
-					p.depth[i] = pfc.NewSeries(s.cap)
-				}
-				p.depth[i].Sample(now, p.q[i].Bytes)
-			}
-		}
-	}
+	s.ticks++
 	if s.net.K.Pending() > 0 {
 		s.net.K.After(s.interval, s, 0)
 	}

@@ -69,6 +69,34 @@ type Port struct {
 
 	st    [NumPrio]PrioCounters
 	depth [NumPrio]*pfc.Series
+	// Queue-depth sampling (smp nil when off): the depth series of queue i
+	// holds every sampler tick up to seen[i]; later ticks saw the depth the
+	// queue has now, and are written when it next changes (or at Report).
+	// A queue not yet tracked (never held a frame) has seen == untracked.
+	smp  *sampler
+	seen [NumPrio]int64
+}
+
+// untracked marks a queue the depth sampler does not follow yet.
+const untracked = int64(^uint64(0) >> 1)
+
+// syncDepth brings queue prio's depth series up to the sampler's last tick;
+// callers run it before changing the queue's bytes. O(1) unless ticks
+// passed since the last change, then O(points kept).
+func (p *Port) syncDepth(prio int) {
+	if s := p.smp; s != nil && p.seen[prio] < s.ticks {
+		p.fillDepth(prio)
+	}
+}
+
+func (p *Port) fillDepth(prio int) {
+	s := p.smp
+	if p.depth[prio] == nil {
+		p.depth[prio] = pfc.NewSeries(s.cap)
+	}
+	seen := p.seen[prio]
+	p.depth[prio].SampleN(s.first+sim.Time(seen)*s.interval, s.interval, s.ticks-seen, p.q[prio].Bytes)
+	p.seen[prio] = s.ticks
 }
 
 var _ sim.Handler = (*Port)(nil)
@@ -164,6 +192,13 @@ func (p *Port) releasePause(now sim.Time, prio int) {
 // enqueue appends an admitted frame to egress queue prio.
 func (p *Port) enqueue(now sim.Time, prio int, pkt *Packet) {
 	q := &p.q[prio]
+	if p.smp != nil {
+		if p.st[prio].MaxQueue == 0 {
+			p.seen[prio] = p.smp.ticks // sampled from the next tick on
+		} else {
+			p.syncDepth(prio)
+		}
+	}
 	q.Push(pkt)
 	p.qmask |= 1 << prio
 	if q.Bytes > p.st[prio].MaxQueue {
@@ -230,6 +265,7 @@ func (p *Port) dequeue(now sim.Time) *Packet {
 		i = 7 - bits.LeadingZeros8(elig)
 	}
 	q := &p.q[i]
+	p.syncDepth(i)
 	pkt := q.Pop()
 	if q.Len == 0 {
 		p.qmask &^= 1 << i
@@ -280,6 +316,7 @@ func (p *Port) drr(elig uint8) int {
 func (p *Port) flush(now sim.Time, prio int) {
 	q := &p.q[prio]
 	st := &p.st[prio]
+	p.syncDepth(prio)
 	for pkt := q.Pop(); pkt != nil; pkt = q.Pop() {
 		st.WatchdogDrops++
 		st.WatchdogDropBytes += int64(pkt.Size)

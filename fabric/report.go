@@ -158,6 +158,7 @@ func (n *Network) Report() *Report {
 			pr := PortReport{Index: p.Index, Peer: p.Peer, PeerName: n.NodeName(p.Peer), Rate: p.rate, Headroom: p.headroom,
 				PFCFramesTx: p.tx.Stats.Frames, PFCFramesRx: p.rx.Stats.Frames}
 			for i := 0; i < NumPrio; i++ {
+				p.syncDepth(i)
 				q := PrioReport{
 					PrioCounters: p.st[i], Queued: p.q[i].Bytes,
 					PauseRx: p.rx.Stats.Pauses[i], ResumeRx: p.rx.Stats.Resumes[i], PausedTime: p.rx.PausedTime(now, i),

@@ -116,20 +116,25 @@ func hostNames(n int) []string {
 // destination host: a switch's equal-cost next hops toward d are its ports
 // whose peer is one hop closer to d. Hosts never forward. Identical next-hop
 // sets are shared within a switch to keep tables small.
+//
+// Each search walks only the switch graph (a host other than d is never a
+// next hop, so its distance is never needed): d's uplink reaches its switch,
+// whose only next hop toward d is that port, and from there the search
+// follows switch-to-switch links. So one destination costs the switch
+// graph's size, not the number of hosts, and a star of N hosts builds in
+// O(N) instead of O(N^2).
 func (n *Network) routes(g graph) {
 	nh := len(n.Hosts)
-	total := nh + len(n.Switches)
 	type nb struct {
 		node NodeID
 		port int32
 	}
-	adj := make([][]nb, total)
-	for _, h := range n.Hosts {
-		adj[h.id] = append(adj[h.id], nb{h.peer, 0})
-	}
-	for _, sw := range n.Switches {
+	adj := make([][]nb, len(n.Switches)) // switch-to-switch links, in port order
+	for si, sw := range n.Switches {
 		for _, p := range sw.Ports {
-			adj[sw.ID] = append(adj[sw.ID], nb{p.Peer, int32(p.Index)})
+			if int(p.Peer) >= nh {
+				adj[si] = append(adj[si], nb{p.Peer, int32(p.Index)})
+			}
 		}
 		sw.routes = make([][]int32, nh)
 	}
@@ -137,52 +142,55 @@ func (n *Network) routes(g graph) {
 	for i := range intern {
 		intern[i] = map[string][]int32{}
 	}
-	dist := make([]int32, total)
-	queue := make([]NodeID, 0, total)
+	dist := make([]int32, len(n.Switches)) // by switch index; -1: not reached
+	for i := range dist {
+		dist[i] = -1
+	}
+	queue := make([]int, 0, len(n.Switches)) // switch indices in search order
 	var hops []int32
 	var key []byte
 	for d := 0; d < nh; d++ {
-		for i := range dist {
-			dist[i] = -1
+		h := n.Hosts[d]
+		if h.out == nil || int(h.peer) < nh {
+			continue // not connected to a switch
 		}
-		dist[d] = 0
-		queue = append(queue[:0], NodeID(d))
+		first := int(h.peer) - nh
+		dist[first] = 1
+		queue = append(queue[:0], first)
 		for head := 0; head < len(queue); head++ {
 			u := queue[head]
-			if int(u) < nh && int(u) != d {
-				continue // hosts do not forward
-			}
 			for _, v := range adj[u] {
-				if dist[v.node] < 0 {
-					dist[v.node] = dist[u] + 1
-					queue = append(queue, v.node)
+				if vi := int(v.node) - nh; dist[vi] < 0 {
+					dist[vi] = dist[u] + 1
+					queue = append(queue, vi)
 				}
 			}
 		}
-		for si, sw := range n.Switches {
-			ds := dist[sw.ID]
-			if ds <= 0 {
-				continue
-			}
+		for _, si := range queue {
+			ds := dist[si]
 			hops = hops[:0]
-			for _, v := range adj[sw.ID] {
-				if dist[v.node] == ds-1 && (int(v.node) >= nh || int(v.node) == d) {
-					hops = append(hops, v.port)
+			if ds == 1 {
+				hops = append(hops, int32(h.peerPort))
+			} else {
+				for _, v := range adj[si] {
+					if dist[int(v.node)-nh] == ds-1 {
+						hops = append(hops, v.port)
+					}
 				}
 			}
-			if len(hops) == 0 {
-				continue
-			}
 			key = key[:0]
-			for _, h := range hops {
-				key = binary.LittleEndian.AppendUint32(key, uint32(h))
+			for _, hp := range hops {
+				key = binary.LittleEndian.AppendUint32(key, uint32(hp))
 			}
 			r, ok := intern[si][string(key)]
 			if !ok {
 				r = append([]int32(nil), hops...)
 				intern[si][string(key)] = r
 			}
-			sw.routes[d] = r
+			n.Switches[si].routes[d] = r
+		}
+		for _, si := range queue {
+			dist[si] = -1
 		}
 	}
 }

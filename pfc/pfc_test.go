@@ -1,6 +1,7 @@
 package pfc
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/besim/besim/sim"
@@ -454,6 +455,28 @@ func TestSeriesBounded(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, func() { s.Sample(1, 1) }); n != 0 {
 		t.Fatalf("%v allocs", n)
+	}
+}
+
+// SampleN leaves the series n calls of Sample would, across downsampling
+// steps, for runs of every length, and allocates nothing.
+func TestSeriesSampleN(t *testing.T) {
+	a, b := NewSeries(16), NewSeries(16)
+	tm := sim.Time(5)
+	for i, n := range []int64{1, 0, 3, 7, 1, 40, 2, 100, 1, 1, 513, 6, 2000} {
+		v := int64(i * 10)
+		for j := int64(0); j < n; j++ {
+			a.Sample(tm+sim.Time(j)*3, v)
+		}
+		b.SampleN(tm, 3, n, v)
+		tm += sim.Time(n) * 3
+		if a.Stride() != b.Stride() || a.skip != b.skip || !slices.Equal(a.T, b.T) || !slices.Equal(a.V, b.V) {
+			t.Fatalf("after run %d (%d samples): Sample x n gives %v %v stride %d, SampleN %v %v stride %d",
+				i, n, a.T, a.V, a.Stride(), b.T, b.V, b.Stride())
+		}
+	}
+	if n := testing.AllocsPerRun(1000, func() { b.SampleN(tm, 3, 50, 1) }); n != 0 {
+		t.Fatalf("SampleN: %v allocs", n)
 	}
 }
 

@@ -53,5 +53,24 @@ func (s *Series) Sample(t sim.Time, v int64) {
 	s.skip = s.stride - 1
 }
 
+// SampleN offers n points of the same value v at instants t, t+dt, ...,
+// t+(n-1)*dt: the series it leaves is the one n calls of Sample would, but
+// the samples it would skip cost nothing, so a value that held for many
+// ticks is recorded in time proportional to the points kept, not to n.
+func (s *Series) SampleN(t, dt sim.Time, n int64, v int64) {
+	for n > 0 {
+		if s.skip > 0 {
+			k := min(int64(s.skip), n)
+			s.skip -= int(k)
+			n -= k
+			t += sim.Time(k) * dt
+			continue
+		}
+		s.Sample(t, v)
+		n--
+		t += dt
+	}
+}
+
 // Len is the number of points kept.
 func (s *Series) Len() int { return len(s.T) }

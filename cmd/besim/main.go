@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/besim/besim/experiment"
@@ -22,7 +23,32 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(profiled(os.Getenv(EnvCPUProfile), func() int { return run(os.Args[1:], os.Stdout, os.Stderr) }))
+}
+
+// EnvCPUProfile names a file to write a pprof CPU profile of the whole
+// command to (`go tool pprof besim FILE`); unset, nothing is profiled.
+const EnvCPUProfile = "BESIM_CPUPROFILE"
+
+func profiled(file string, f func() int) int {
+	if file == "" {
+		return f()
+	}
+	w, err := os.Create(file)
+	if err == nil {
+		err = pprof.StartCPUProfile(w)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "besim: $%s: %v\n", EnvCPUProfile, err)
+		return 1
+	}
+	rc := f()
+	pprof.StopCPUProfile()
+	if err := w.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "besim: $%s: %v\n", EnvCPUProfile, err)
+		return 1
+	}
+	return rc
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

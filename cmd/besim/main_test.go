@@ -207,3 +207,32 @@ func TestWarnsWhenNothingCompleted(t *testing.T) {
 		t.Errorf("warning on a run that delivered:\n%s", errs)
 	}
 }
+
+// $BESIM_CPUPROFILE writes a CPU profile of the command; a file that cannot
+// be created fails the command loudly instead of running unprofiled.
+func TestCPUProfileEnv(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "cpu.prof")
+	if rc := profiled(f, func() int { return 3 }); rc != 3 {
+		t.Fatalf("exit %d, want the command's 3", rc)
+	}
+	if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+		t.Fatalf("profile %s: %v", f, err)
+	}
+	if rc := profiled(filepath.Join(t.TempDir(), "no", "such", "dir", "p"), func() int { return 0 }); rc != 1 {
+		t.Fatalf("unwritable profile: exit %d, want 1", rc)
+	}
+}
+
+// The benchmark scenarios under bench/ (bench/run.sh) stay valid.
+func TestBenchScenariosValidate(t *testing.T) {
+	files, err := filepath.Glob("../../bench/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("bench/*.yaml: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		var out, errb bytes.Buffer
+		if code := run([]string{"validate", "--memory-limit", "0", f}, &out, &errb); code != 0 {
+			t.Errorf("besim validate %s: exit %d: %s", f, code, errb.String())
+		}
+	}
+}
