@@ -22,7 +22,7 @@ go run ./cmd/besim run -q --out results/failover failover             # paper §
 go run ./cmd/besim run -q --out results/tcp-fallback tcp-fallback     # paper §7.2: RDMA black-holed, fallback to TCP
 go run ./cmd/besim run -q --out results/quarantine quarantine         # paper §7.2: the exclusion list fills and drains
 go run ./cmd/besim run -q --out results/pfc-storm pfc-storm           # a PFC storm contained by the watchdog
-# paper Table 4 (§6.3): servers before PFC per send window (bisection; ~45 s on 2 cores)
+# paper Table 4 (§6.3): servers before PFC per send window (bisection; ~5 minutes on 2 cores)
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set workload.window=4KiB,8KiB,16KiB,none -o results/table4/search.json fig14-incast
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
@@ -30,10 +30,11 @@ go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frame
 # Table 4's sensitivity to the fabric: the same search over the spine count
 # (workload.spines, default 4: one uplink from every leaf to each spine);
 # capped at 1024 servers (a point of 1024 servers takes about 1 GB and
-# 40 s), so a window whose onset lies beyond reports largest 1024.
+# 40 s), so a window whose onset lies beyond reports largest 1024. About
+# 20 minutes and 9 GB peak (two points at a time) on 2 cores.
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set workload.spines=1,2,4,8 --set workload.window=4KiB,8KiB,16KiB,none -o results/table4/spines.json fig14-incast
-# paper Figure 15 (§6.3): worker/victim bandwidth and pull latency per window (~4 s)
+# paper Figure 15 (§6.3): worker/victim bandwidth and pull latency per window (~20 s)
 go run ./cmd/besim sweep -q --set workload.window=none,4KiB,8KiB,16KiB -o results/fig15/sweep.json \
 	--metrics worker/goodput,victim/goodput,pull/p50,pull/p99,pull/count,pfc/frames_tx,pfc/host_paused,fabric/ecn_marks,cpu/server_util,cpu/worker_util \
 	fig15-incast
@@ -54,6 +55,8 @@ go run ./cmd/besim sweep -q --set workload.rpc.request_timeout=300us,1ms,40ms \
 for ext in png svg; do
 	go run ./cmd/besim plot --x workload.window --y largest -title "Table 4 (model): servers before PFC by send window" \
 		-o "results/table4/servers_before_pfc.$ext" results/table4/search.json
+	go run ./cmd/besim plot --x workload.spines --y largest -title "Table 4 (model): servers before PFC by spine count and window" \
+		-o "results/table4/spines.$ext" results/table4/spines.json
 done
 
 if [ "${PRODUCTION:-0}" = 1 ]; then
