@@ -211,8 +211,12 @@ func TestQueueDepthSampler(t *testing.T) {
 	}
 	n.K.Run() // the sampler stops by itself once the fabric is idle
 	r := n.Report()
-	s := r.Switches[0].Ports[4].Prio[lossless].Depth
-	if s == nil || s.Len() == 0 || s.Len() > 64 || cap(s.T) != 64 {
+	c := r.Switches[0].Ports[4].Prio[lossless].Depth
+	if c == nil || c.Len() == 0 || c.Len() > 64 {
+		t.Fatalf("series %+v", c)
+	}
+	s := c.Series()
+	if len(s.T) != c.Len() {
 		t.Fatalf("series %+v", s)
 	}
 	var peak int64

@@ -274,8 +274,9 @@ func (n *Network) Run(until sim.Time) { n.K.RunUntil(until) }
 
 // sampler is the periodic queue-depth sampler: every Interval it records the
 // egress bytes of each switch queue that has ever held a frame, into a
-// bounded pfc.Series per queue (allocated the first time the queue is seen
-// non-empty). It stops rescheduling once it is the only pending event.
+// bounded pfc.Compact per queue (created the first time the queue is seen
+// non-empty; 1-3 bytes a point, grown as points are kept, where a pfc.Series
+// point is 16 bytes allocated up front). It stops rescheduling once it is the only pending event.
 //
 // A tick costs O(1), not O(ports): it only counts itself. A queue's series
 // is written when its depth changes (Port.syncDepth), with one point per

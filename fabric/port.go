@@ -68,7 +68,7 @@ type Port struct {
 	ecn [NumPrio]ECN
 
 	st    [NumPrio]PrioCounters
-	depth [NumPrio]*pfc.Series
+	depth [NumPrio]*pfc.Compact
 	// Queue-depth sampling (smp nil when off): the depth series of queue i
 	// holds every sampler tick up to seen[i]; later ticks saw the depth the
 	// queue has now, and are written when it next changes (or at Report).
@@ -91,11 +91,11 @@ func (p *Port) syncDepth(prio int) {
 
 func (p *Port) fillDepth(prio int) {
 	s := p.smp
-	if p.depth[prio] == nil {
-		p.depth[prio] = pfc.NewSeries(s.cap)
-	}
 	seen := p.seen[prio]
-	p.depth[prio].SampleN(s.first+sim.Time(seen)*s.interval, s.interval, s.ticks-seen, p.q[prio].Bytes)
+	if p.depth[prio] == nil {
+		p.depth[prio] = pfc.NewCompact(s.cap, s.first+sim.Time(seen)*s.interval, s.interval)
+	}
+	p.depth[prio].AddN(s.ticks-seen, p.q[prio].Bytes)
 	p.seen[prio] = s.ticks
 }
 

@@ -113,8 +113,9 @@ type PrioReport struct {
 	Ingress           pfc.IngressStats
 	XOFF, XON         int64 // thresholds in force now
 	// Depth is the sampled egress queue depth (nil without sampling or if the
-	// queue never held a frame).
-	Depth *pfc.Series
+	// queue never held a frame), compact: Depth.Series() or Depth.Points()
+	// read it.
+	Depth *pfc.Compact
 }
 
 // Report gathers all counters now.

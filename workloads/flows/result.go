@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/sim"
 )
@@ -40,10 +41,12 @@ func (x *Sim) Result() *report.Result {
 		{Name: "tx pkts"}, {Name: "drops"}, {Name: "ECN marks"}, {Name: "pause tx"}, {Name: "pause rx"},
 		{Name: "paused", Unit: "us"}, {Name: "max queue", Unit: "KB"}, {Name: "max ingress", Unit: "KB"},
 	}}
+	// Only the maxSeries deepest queues' series are converted; the others
+	// stay compact (a queue is a candidate from its counters alone).
 	type depth struct {
 		key string
 		max int64
-		s   *report.Series
+		c   *pfc.Compact
 	}
 	var depths []depth
 	for _, sw := range rep.Switches {
@@ -57,19 +60,20 @@ func (x *Sim) Result() *report.Result {
 						float64(q.MaxQueue)/1e3, float64(q.Ingress.MaxBytes)/1e3)
 				}
 				if q.Depth != nil && q.MaxQueue > 0 {
-					ser := &report.Series{Name: "queue/" + key, Unit: "bytes"}
-					for i, t := range q.Depth.T {
-						ser.T = append(ser.T, t.Seconds())
-						ser.V = append(ser.V, float64(q.Depth.V[i]))
-					}
-					depths = append(depths, depth{key, q.MaxQueue, ser})
+					depths = append(depths, depth{key, q.MaxQueue, q.Depth})
 				}
 			}
 		}
 	}
 	sort.SliceStable(depths, func(i, j int) bool { return depths[i].max > depths[j].max })
 	for i := 0; i < len(depths) && i < maxSeries; i++ {
-		r.Series = append(r.Series, *depths[i].s)
+		d := depths[i]
+		ser := report.Series{Name: "queue/" + d.key, Unit: "bytes"}
+		for t, v := range d.c.Points() {
+			ser.T = append(ser.T, t.Seconds())
+			ser.V = append(ser.V, float64(v))
+		}
+		r.Series = append(r.Series, ser)
 	}
 
 	hosts := report.Table{Name: "hosts", Title: "Host uplinks paused by PFC", KeyName: "host", Columns: []report.Column{

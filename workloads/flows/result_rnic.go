@@ -142,12 +142,12 @@ func (x *Sim) rnicMetrics(r *report.Result, rep *fabric.Report) {
 				}
 				var s float64
 				n := 0
-				for i, at := range q.Depth.T {
+				for at, v := range q.Depth.Points() {
 					if at < from {
 						continue
 					}
-					qmax = max(qmax, q.Depth.V[i])
-					s += float64(q.Depth.V[i])
+					qmax = max(qmax, v)
+					s += float64(v)
 					n++
 				}
 				if n > 0 {

@@ -1,0 +1,42 @@
+package pfc
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/besim/besim/sim"
+)
+
+// TestCompactMatchesSeries offers the same samples to a Series and a Compact
+// and checks they keep the same points, for several capacities and runs of
+// equal values.
+func TestCompactMatchesSeries(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, capacity := range []int{1, 2, 3, 8, 64, 1024} {
+		const t0, dt = sim.Time(7), sim.Time(10)
+		s := NewSeries(capacity)
+		c := NewCompact(capacity, t0, dt)
+		at := t0
+		for step := 0; step < 3000; step++ {
+			v := rng.Int64N(1<<40) - 1<<39
+			if rng.IntN(3) == 0 {
+				v = rng.Int64N(3) * 1024
+			}
+			n := int64(1)
+			if rng.IntN(4) == 0 {
+				n = rng.Int64N(50)
+			}
+			s.SampleN(at, dt, n, v)
+			c.AddN(n, v)
+			at += sim.Time(n) * dt
+			if step%97 == 0 || step == 2999 {
+				got := c.Series()
+				if !slices.Equal(got.T, s.T) || !slices.Equal(got.V, s.V) || c.Stride() != s.Stride() || c.Len() != s.Len() {
+					t.Fatalf("capacity %d step %d: compact\n%v\n%v stride %d\nseries\n%v\n%v stride %d",
+						capacity, step, got.T, got.V, c.Stride(), s.T, s.V, s.Stride())
+				}
+			}
+		}
+	}
+}
