@@ -133,7 +133,7 @@ func (c *Context) CreateCQ(depth int, td verbs.TD) (verbs.CQ, error) {
 		}
 	}
 	c.users++
-	cq := &CQ{ctx: c, depth: depth, ring: make([]cqEntry, depth)}
+	cq := &CQ{ctx: c, depth: depth, ring: make([]cqEntry, min(depth, cqInitialRing))}
 	cq.timer.Init(c.nic.k, cq, 0)
 	return cq, nil
 }
@@ -336,6 +336,13 @@ func (a *AH) Destroy() error {
 	return nil
 }
 
+// cqInitialRing is the CQE ring a CQ starts with; it doubles, up to the
+// CQ's depth, when a completion finds it full. A CQ sized for the worst case
+// (a ByteExpress thread's 16384) holds 768 KiB only if that many
+// completions are ever outstanding at once; the ring stops growing at the
+// run's high-water mark, so a steady state allocates nothing.
+const cqInitialRing = 64
+
 type cqEntry struct {
 	wc verbs.WC
 	at sim.Time // when the CQE is visible in host memory
@@ -404,6 +411,9 @@ func (cq *CQ) push(wc verbs.WC, at sim.Time) {
 		at = cq.last
 	}
 	cq.last = at
+	if cq.n == len(cq.ring) && len(cq.ring) < cq.depth {
+		cq.grow()
+	}
 	if cq.n == len(cq.ring) {
 		cq.overruns++
 		cq.ctx.nic.st.CQOverruns++
@@ -418,6 +428,14 @@ func (cq *CQ) push(wc verbs.WC, at sim.Time) {
 	if cq.n == 1 {
 		cq.armNotify()
 	}
+}
+
+// grow doubles the ring (at most to depth), keeping the entries in order.
+func (cq *CQ) grow() {
+	r := make([]cqEntry, min(2*len(cq.ring), cq.depth))
+	k := copy(r, cq.ring[cq.head:])
+	copy(r[k:], cq.ring[:cq.head])
+	cq.ring, cq.head = r, 0
 }
 
 // Poll takes up to len(wc) completions that are visible at the current
