@@ -506,8 +506,10 @@ type recvQueue struct {
 func (rq *recvQueue) init(depth, sge int) {
 	rq.ring = make([]rwqe, depth)
 	rq.maxSGE = max(sge, 1)
+	m := rq.maxSGE
+	sges := make([]verbs.SGE, depth*m) // one backing array for every WQE's SGL
 	for i := range rq.ring {
-		rq.ring[i].sgl = make([]verbs.SGE, 0, rq.maxSGE)
+		rq.ring[i].sgl = sges[i*m : i*m : (i+1)*m]
 	}
 }
 

@@ -138,6 +138,7 @@ type QP struct {
 	reads      []readJob
 	rdHead     int
 	rdN        int
+	readsCap   int // len(reads) once allocated (on the first READ served)
 	np         dcqcn.NotificationPoint
 	npOn       bool
 	deferred   fabric.Queue
@@ -203,8 +204,9 @@ func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 	q.unit = int(q.qpn) % n.cfg.Units
 	q.flow = uint32(n.node)*0x9e3779b1 ^ q.qpn
 	q.sq = make([]swqe, attr.MaxSendWR)
+	sges := make([]verbs.SGE, len(q.sq)*q.maxSGE) // one backing array for every WQE's SGL
 	for i := range q.sq {
-		q.sq[i].sgl = make([]verbs.SGE, 0, q.maxSGE)
+		q.sq[i].sgl = sges[i*q.maxSGE : i*q.maxSGE : (i+1)*q.maxSGE]
 	}
 	if srq == nil {
 		q.rq.init(max(attr.MaxRecvWR, 1), q.maxSGE)
@@ -214,8 +216,10 @@ func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 	} else {
 		srq.users++
 	}
-	q.cur.sgl = make([]verbs.SGE, 0, max(q.maxSGE, maxSGE))
-	q.reads = make([]readJob, 16)
+	// q.cur.sgl grows on the first receive it takes (from the RQ or an SRQ,
+	// whose SGE limits differ), and q.reads, the READ responder's table, on
+	// the first READ served: a QP that serves none holds neither.
+	q.readsCap = 16
 	q.rexmit.Init(n.k, q, 0)
 	q.prio = n.cfg.TrafficPrio
 	if td != nil {
@@ -340,8 +344,11 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
 		q.state = verbs.StateInit
 	case verbs.StateRTR:
 		q.ePSN = q.rqPSN
-		if k := max(16, 2*q.maxDestRd); k > len(q.reads) {
-			q.reads = make([]readJob, k)
+		if k := max(16, 2*q.maxDestRd); k > q.readsCap {
+			q.readsCap = k
+			if q.reads != nil {
+				q.reads = make([]readJob, k)
+			}
 		}
 		q.state = verbs.StateRTR
 		if q.typ == verbs.RC && n.cfg.CC == CCDCQCN {

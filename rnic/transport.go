@@ -914,6 +914,9 @@ func (q *QP) serveRead(t sim.Time, p *fabric.Packet, dup bool) bool {
 		}
 	}
 	npk := uint32(max(1, ceilDiv(length, q.mtu)))
+	if q.reads == nil {
+		q.reads = make([]readJob, q.readsCap)
+	}
 	if q.rdN == len(q.reads) {
 		n.st.RxDiscards++ // more outstanding READs than the responder holds: requester times out
 		return false
