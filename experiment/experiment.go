@@ -120,7 +120,9 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 		sw.PFC.Watchdog.Detection = w.Detect.Time()
 		sw.PFC.Watchdog.Restore = w.Restore.Time()
 	}
-	c.Sampling.Interval = s.Outputs.SampleInterval.Time()
+	if s.Outputs.Series != scenarios.SeriesNone {
+		c.Sampling.Interval = s.Outputs.SampleInterval.Time()
+	}
 	if err := c.Validate(); err != nil {
 		// The field path already says fabric: do not repeat it.
 		return c, s.Errorf("fabric", "%s", strings.TrimPrefix(err.Error(), "fabric: "))

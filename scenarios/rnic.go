@@ -97,6 +97,23 @@ func (p *PayloadMode) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(p), "payload mode", payloadModes)
 }
 
+// SeriesMode is outputs.series: which time series a run records.
+type SeriesMode string
+
+// Series modes; the empty value is SeriesAuto.
+const (
+	SeriesAuto SeriesMode = "auto" // the deepest queues and the first flows (the default)
+	SeriesAll  SeriesMode = "all"  // every switch queue that held a frame
+	SeriesNone SeriesMode = "none" // nothing sampled
+)
+
+var seriesModes = []string{string(SeriesAuto), string(SeriesAll), string(SeriesNone)}
+
+// UnmarshalYAML accepts one of auto, all, none.
+func (m *SeriesMode) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(m), "series mode", seriesModes)
+}
+
 // RNIC is the model of the simulated RDMA NIC on every host, and of the
 // host-side provider costs its I/O threads pay (rnic.Config). Every key is
 // optional; the defaults are rnic.DefaultConfig's, a ConnectX-5/6-class

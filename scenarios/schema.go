@@ -254,6 +254,11 @@ type Outputs struct {
 	JSON           *bool    `yaml:"json"` // default true
 	CSV            *bool    `yaml:"csv"`  // default true
 	SampleInterval Duration `yaml:"sample_interval"`
+	// Series selects the time series recorded: auto (the default, also
+	// written as an omitted key) the queue-depth series of the deepest
+	// queues and the rate series of the first rc/ud flows; all every switch
+	// queue's depth series; none no series (no sampling at all).
+	Series SeriesMode `yaml:"series,omitempty"`
 	// Warmup starts the measured interval of rc/ud flows (their goodput
 	// and the NIC counters' rates) this long after the run begins.
 	Warmup Duration `yaml:"warmup,omitempty"`

@@ -438,7 +438,7 @@ func (x *Sim) buildRNIC() error {
 	if w := s.Outputs.Warmup.Time(); w > 0 {
 		x.Kernel.At(w, measureStart{x}, 0)
 	}
-	if iv := s.Outputs.SampleInterval.Time(); iv > 0 {
+	if iv := s.Outputs.SampleInterval.Time(); iv > 0 && s.Outputs.Series != scenarios.SeriesNone {
 		for i, f := range x.rflows {
 			if i == maxFlowSeries {
 				break

@@ -2,9 +2,12 @@ package flows
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
+	"github.com/besim/besim/report"
 	"github.com/besim/besim/rnic"
+	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/verbs"
 	"github.com/besim/besim/workloads/internal/wltest"
 )
@@ -165,5 +168,41 @@ flows:
 	}
 	if m["flows/delivered"] != 4e6 {
 		t.Errorf("delivered %v bytes, want 4 MB", m["flows/delivered"])
+	}
+}
+
+// TestSeriesModes: outputs.series all writes at least the queue series auto
+// does, none writes no series, and neither changes any other metric.
+func TestSeriesModes(t *testing.T) {
+	run := func(m scenarios.SeriesMode) *report.Result {
+		s, err := scenarios.Load("pfc-incast")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Outputs.Series = m
+		return wltest.Run(t, s)
+	}
+	queues := func(r *report.Result) (n int) {
+		for _, s := range r.Series {
+			if strings.HasPrefix(s.Name, "queue/") {
+				n++
+			}
+		}
+		return n
+	}
+	auto, all, none := run(""), run(scenarios.SeriesAll), run(scenarios.SeriesNone)
+	t.Logf("queue series: auto %d, all %d, none %d; series in all: auto %d, all %d, none %d",
+		queues(auto), queues(all), queues(none), len(auto.Series), len(all.Series), len(none.Series))
+	if queues(auto) == 0 || queues(all) < queues(auto) || len(none.Series) != 0 {
+		t.Fatalf("queue series: auto %d, all %d; none has %d series", queues(auto), queues(all), len(none.Series))
+	}
+	ma, ml, mn := wltest.Metrics(auto), wltest.Metrics(all), wltest.Metrics(none)
+	for k, v := range ma {
+		if ml[k] != v {
+			t.Errorf("%s: auto %v, all %v", k, v, ml[k])
+		}
+		if w, ok := mn[k]; strings.HasPrefix(k, "queue/") == ok || ok && w != v {
+			t.Errorf("%s: auto %v, none %v (present %v)", k, v, w, ok)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 )
 
@@ -66,7 +67,11 @@ func (x *Sim) Result() *report.Result {
 		}
 	}
 	sort.SliceStable(depths, func(i, j int) bool { return depths[i].max > depths[j].max })
-	for i := 0; i < len(depths) && i < maxSeries; i++ {
+	keep := maxSeries
+	if x.Scenario.Outputs.Series == scenarios.SeriesAll {
+		keep = len(depths)
+	}
+	for i := 0; i < len(depths) && i < keep; i++ {
 		d := depths[i]
 		ser := report.Series{Name: "queue/" + d.key, Unit: "bytes"}
 		for t, v := range d.c.Points() {

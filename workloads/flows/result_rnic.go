@@ -6,6 +6,7 @@ import (
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/rnic"
+	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 )
 
@@ -156,8 +157,10 @@ func (x *Sim) rnicMetrics(r *report.Result, rep *fabric.Report) {
 			}
 		}
 	}
-	r.Add("queue/max_after_warmup", float64(qmax), "bytes")
-	r.Add("queue/mean_after_warmup", qmean, "bytes")
+	if x.Scenario.Outputs.Series != scenarios.SeriesNone { // no series, no figure (not a zero)
+		r.Add("queue/max_after_warmup", float64(qmax), "bytes")
+		r.Add("queue/mean_after_warmup", qmean, "bytes")
+	}
 
 	dcqcnOn := x.hosts[0].nic.Config().CC == rnic.CCDCQCN
 	for _, f := range x.rflows {
