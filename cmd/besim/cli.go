@@ -78,6 +78,12 @@ func init() {
 			long: "Sets the metrics two results share side by side with their ratio (a simulated run and a berun\n" +
 				"hardware run, or two versions). Reads this format and version 1 files.",
 			example: "besim compare a/result.json b/result.json", run: cmdCompare},
+		{name: "schema", short: "print the JSON Schema of scenario files (for editors)",
+			long: "Prints a JSON Schema (draft 2020-12) of the scenario format, generated from the Go types: every key,\n" +
+				"its type, the values of enumerations. It is committed as scenarios/schema.json; point an editor's\n" +
+				"YAML support at it (a first line `# yaml-language-server: $schema=PATH/schema.json`). Structural\n" +
+				"only: `besim validate` checks the rest.",
+			example: "besim schema > scenarios/schema.json", run: cmdSchema},
 		{name: "version", short: "print the version and VCS revision of this build",
 			long:    "Prints the module version and VCS revision from the build information (unknown under go run).",
 			example: "besim version", run: cmdVersion},
