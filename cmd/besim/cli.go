@@ -37,7 +37,8 @@ func init() {
 		{name: "run", args: "[SCENARIO]", short: "simulate a scenario (a file or an embedded name; default " + scenarios.Default + ")",
 			long: "Simulates one scenario and prints its summary; writes result.json (with provenance: format, tool version,\n" +
 				"revision, scenario digest, resolved scenario) and one CSV per table into the output folder.\n" +
-				"--set overrides one key of the scenario (the sweep's KEY=VALUE syntax, one value).",
+				"--set overrides one key of the scenario (the sweep's KEY=VALUE syntax, one value). On a terminal (or\n" +
+				"with --progress) a line on stderr every 2s says how far the run is: virtual time, events/s, time left.",
 			example: "besim run --seed 7 --set fabric.switch.buffer=2MiB --out /tmp/x incast",
 			run:     cmdRun},
 		{name: "validate", args: "SCENARIO|-", short: "check a scenario and explain derived thresholds",
