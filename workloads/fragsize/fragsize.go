@@ -198,3 +198,44 @@ func Add(s *scenarios.Scenario, rate scenarios.Rate, pts []Point, tbl *report.Ta
 
 // Note is the result note that explains the table.
 const Note = "goodput is the payload the receiving NIC accepted (fragments and under 0.1% metadata); every fragment costs a WQE at the NIC and a WR of CPU, and the 32-deep ring with one signalled WR per batch keeps at most 32 fragments in flight, so small fragments cannot fill the link and a faster link needs larger ones; the paper's Figure 10 gives the curves, not a table"
+
+// Sweep is the wall-clock schedule of a fragment-size sweep on real hosts,
+// where each point needs its own engines (the fragment size is an engine
+// setting): n points, one after the other, each Slot long from the run's
+// start: Warmup, then Measure, then the rest of the slot (a tenth) to let
+// the messages in flight drain before the next point's engines start.
+type Sweep struct {
+	Points                int
+	Slot, Warmup, Measure sim.Time
+}
+
+// NewSweep divides a run of d into n slots with warm-up warm.
+func NewSweep(d sim.Time, n int, warm sim.Time) (Sweep, error) {
+	if n < 1 {
+		return Sweep{}, errors.New("fragsize: a sweep needs at least one fragment size")
+	}
+	sw := Sweep{Points: n, Slot: d / sim.Time(n), Warmup: warm}
+	sw.Measure = sw.Slot*9/10 - warm
+	if warm < 0 || sw.Measure <= 0 {
+		return Sweep{}, fmt.Errorf("fragsize: %v for %d points leaves no measured interval after the warm-up %v (9/10 of each slot minus the warm-up)", d, n, warm)
+	}
+	return sw, nil
+}
+
+// SweepDuration is the run length whose sweep measures meas per point
+// after warm: NewSweep(SweepDuration(n, warm, meas), n, warm) has Measure
+// of at least meas.
+func SweepDuration(n int, warm, meas sim.Time) sim.Time {
+	slot := ((warm+meas)*10 + 8) / 9
+	return sim.Time(n) * slot
+}
+
+// Point is the point whose slot holds t (time since the run's start),
+// clamped to the sweep.
+func (sw Sweep) Point(t sim.Time) int { return max(0, min(int(t/sw.Slot), sw.Points-1)) }
+
+// Window is point i's measured interval.
+func (sw Sweep) Window(i int) (from, to sim.Time) {
+	from = sim.Time(i)*sw.Slot + sw.Warmup
+	return from, from + sw.Measure
+}

@@ -76,3 +76,22 @@ func TestReduce(t *testing.T) {
 		t.Errorf("missing point not -1, or %d rows", len(tbl.Rows))
 	}
 }
+
+// TestSweep: the slots, windows and point lookup of a wall-clock sweep,
+// and a run too short to measure.
+func TestSweep(t *testing.T) {
+	d := SweepDuration(3, 10, 80)
+	sw, err := NewSweep(d, 3, 10)
+	if err != nil || sw.Measure < 80 || sw.Slot*3 != d {
+		t.Fatalf("sweep of %v: %+v, %v", d, sw, err)
+	}
+	if from, to := sw.Window(1); from != sw.Slot+10 || to != from+sw.Measure || to > 2*sw.Slot {
+		t.Errorf("window 1: [%v, %v) of slot %v", from, to, sw.Slot)
+	}
+	if sw.Point(-1) != 0 || sw.Point(sw.Slot) != 1 || sw.Point(10*sw.Slot) != 2 {
+		t.Error("Point does not clamp to the slots")
+	}
+	if _, err := NewSweep(100, 2, 50); err == nil {
+		t.Error("a 50-long slot with a 50 warm-up was accepted")
+	}
+}
