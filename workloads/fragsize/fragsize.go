@@ -224,9 +224,12 @@ func NewSweep(d sim.Time, n int, warm sim.Time) (Sweep, error) {
 
 // SweepDuration is the run length whose sweep measures meas per point
 // after warm: NewSweep(SweepDuration(n, warm, meas), n, warm) has Measure
-// of at least meas.
+// of at least meas. Slots are whole nanoseconds, so the length survives a
+// time.Duration.
 func SweepDuration(n int, warm, meas sim.Time) sim.Time {
+	const ns = sim.Nanosecond
 	slot := ((warm+meas)*10 + 8) / 9
+	slot = (slot + ns - 1) / ns * ns
 	return sim.Time(n) * slot
 }
 
