@@ -232,9 +232,8 @@ func perftestReport(r *report.Result, rf *ResultFile) {
 }
 
 // fragsizeReport reduces a fragsize-receiver's per-fragment goodput to
-// besim's fig10 names, fragsize/RATE/SIZE/gbps, RATE the role's (the
-// scenario's first rate unless its rate parameter says otherwise), and a
-// table. besim's efficiency (goodput over its NIC model's payload line
+// besim's fig10 names, fragsize/RATE/SIZE/gbps, RATE the link's (the
+// receiver's port's active rate, or its rate parameter), and a table. besim's efficiency (goodput over its NIC model's payload line
 // rate) has no hardware counterpart here.
 func fragsizeReport(r *report.Result, rf *ResultFile) {
 	for _, h := range rf.Hosts {
@@ -270,7 +269,7 @@ func fragsizeReport(r *report.Result, rf *ResultFile) {
 				tbl.AddRow(key, g, ro.Metrics["messages/"+p.key])
 			}
 			r.Tables = append(r.Tables, tbl)
-			r.Notes = append(r.Notes, fmt.Sprintf("fragsize: the receiver's message bytes in each fragment size's measured interval of %gs; the link rate %s is the roles' rate parameter (default the scenario's first rate), not read from the port", ro.Metrics["measure_s"], rate))
+			r.Notes = append(r.Notes, fmt.Sprintf("fragsize: the receiver's message bytes in each fragment size's measured interval of %gs, on a %s link", ro.Metrics["measure_s"], rate))
 		}
 	}
 }

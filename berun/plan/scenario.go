@@ -290,8 +290,8 @@ func failoverPlan(p *Plan, file string, s *scenarios.Scenario, hs *Hosts) (*Plan
 // verbs. The fragment sizes run one after the other (fragsize.Sweep): the
 // scenario's duration (or dur) is each one's measured interval, after the
 // benchmark's warmup, with a tenth of each slot to drain. The hosts' link
-// is one rate; the roles name it as the scenario's first rate (the rate
-// parameter of both roles changes it).
+// is one rate: the receiver reads its port's, which names the point in
+// besim's metrics.
 func fragsizePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
 	if len(hs.Hosts) < 2 {
 		return nil, fmt.Errorf("%s: a fragsize benchmark runs between two hosts; the hosts file has %d", file, len(hs.Hosts))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,8 +30,10 @@ import (
 // measured interval and waits for the answers in flight. The receiver
 // counts the message bytes that arrive in each point's measured interval,
 // besim's goodput (besim counts the NIC's payload, under 0.1% more).
-// The link rate is the hosts': parameter rate names the point in besim's
-// metrics (fragsize/RATE/SIZE/gbps).
+// The link rate is the hosts': the receiver reads its port's active rate,
+// which names the point in besim's metrics (fragsize/RATE/SIZE/gbps;
+// parameter rate overrides it), and says so when the scenario has no
+// such point.
 func init() {
 	Register(Info{Name: "fragsize-receiver", New: newFragsize, Params: fragsizeParams(),
 		Summary: "receiver of a besim fragsize benchmark (Figure 10) over verbs: answers every message with 32 bytes and measures the goodput of each fragment size"})
@@ -40,7 +43,7 @@ func init() {
 
 func fragsizeParams() []Param {
 	return []Param{
-		{Name: "rate", Doc: "the hosts' link rate, which names the point in besim's metrics (e.g. 25Gbps); default the scenario's first rate"},
+		{Name: "rate", Doc: "the hosts' link rate, which names the point in besim's metrics (e.g. 25Gbps); default: the receiver's port's active rate"},
 		{Name: "device", Doc: "the RDMA device (default: the first one)"},
 		{Name: "gid_index", Default: "auto", Doc: "GID table index (auto: the RoCE v2 GID of the data IP, from sysfs)"},
 		{Name: "prio", Doc: "802.1p priority of the QPs (service level); default: the scenario's lossless priority"},
@@ -50,7 +53,9 @@ func fragsizeParams() []Param {
 type fragsizeRole struct {
 	sender bool
 	cfg    fragsize.Config
-	rate   scenarios.Rate
+	rates  []scenarios.Rate // the scenario's
+	rate   scenarios.Rate   // the link's: parameter rate, or 0 until the port says
+	notes  []string
 	device string
 	qos    verbsQoS
 	node   *beNode // the receiver's
@@ -90,13 +95,13 @@ func newFragsize(spec Spec) (Role, error) {
 	if s.Benchmark == nil || s.Benchmark.Kind != scenarios.Fragsize || len(s.Benchmark.Rates) == 0 {
 		return nil, errors.New("the scenario has no fragsize benchmark")
 	}
-	r.rate = s.Benchmark.Rates[0]
+	r.rates = s.Benchmark.Rates
 	if rate != "" {
-		if r.rate, err = scenarios.ParseRate(rate); err != nil {
-			return nil, fmt.Errorf("parameter rate=%q: %v", rate, err)
+		if r.rate, err = scenarios.ParseRate(rate); err != nil || r.rate <= 0 {
+			return nil, fmt.Errorf("parameter rate=%q: want a rate like 25Gbps (%v)", rate, err)
 		}
 	}
-	r.cfg = fragsize.FromScenario(s, r.rate)
+	r.cfg = fragsize.FromScenario(s, r.rates[0])
 	if err := r.cfg.Prepare(); err != nil {
 		return nil, err
 	}
@@ -128,12 +133,55 @@ func (r *fragsizeRole) Prepare(ctx context.Context, spec Spec) (string, error) {
 	if r.sender {
 		return "", nil // one endpoint per point, opened in Run
 	}
+	if r.rate == 0 {
+		if err := r.portRate(spec); err != nil {
+			return "", err
+		}
+	}
+	if !slices.Contains(r.rates, r.rate) {
+		r.notes = append(r.notes, fmt.Sprintf("the link's %s is none of the scenario's rates %v: its metrics have no besim counterpart", r.rate, r.rates))
+	}
 	n, err := newBENode(ctx, spec, r.device, r.qos, byteexpress.Config{})
 	if err != nil {
 		return "", err
 	}
 	r.node = n
 	return n.ln.Addr().String(), nil
+}
+
+// portRate reads the active rate of the receiver's port (the device and
+// GID the endpoint will use).
+func (r *fragsizeRole) portRate(spec Spec) error {
+	device := r.device
+	if device == "" {
+		d, err := DefaultDevice()
+		if err != nil {
+			return fmt.Errorf("verbs transport: %w", err)
+		}
+		device = d
+	}
+	gid := r.qos.gid
+	if gid < 0 {
+		host, _, _ := net.SplitHostPort(spec.Bind)
+		g, _, err := autoGID(device, 1, net.ParseIP(host))
+		if err != nil {
+			return fmt.Errorf("verbs transport: %w", err)
+		}
+		gid = g
+	}
+	vctx, err := OpenVerbs(device, gid)
+	if err != nil {
+		return fmt.Errorf("verbs transport: %w", err)
+	}
+	a := vctx.Attr()
+	if err := vctx.Close(); err != nil {
+		return fmt.Errorf("verbs transport: %w", err)
+	}
+	if a.PortRate <= 0 {
+		return fmt.Errorf("verbs: %s port 1 reports rate %d b/s (is the port ACTIVE? or give parameter rate)", device, a.PortRate)
+	}
+	r.rate = scenarios.Rate(a.PortRate)
+	return nil
 }
 
 func (r *fragsizeRole) Close() error {
@@ -148,7 +196,10 @@ func (r *fragsizeRole) Run(ctx context.Context, spec Spec, peers PeerMap) (Resul
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Metrics: map[string]float64{"rate_bps": float64(r.rate), "measure_s": sw.Measure.Seconds()}}
+	res := Result{Metrics: map[string]float64{"measure_s": sw.Measure.Seconds()}, Notes: r.notes}
+	if !r.sender {
+		res.Metrics["rate_bps"] = float64(r.rate)
+	}
 	if r.sender {
 		err = r.send(ctx, spec, peers, sw, &res)
 	} else {

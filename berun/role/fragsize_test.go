@@ -49,8 +49,9 @@ func TestFragsizeRolesOverVerbs(t *testing.T) {
 			t.Errorf("%s: the receiver measured %v Gb/s, %v messages", k, rx.res.Metrics["gbps/"+k], rx.res.Metrics["messages/"+k])
 		}
 	}
-	if rx.res.Metrics["rate_bps"] != float64(25*scenarios.Gbps) {
-		t.Errorf("rate %v, want the scenario's first, 25 Gb/s", rx.res.Metrics["rate_bps"])
+	// fakeverbs ports report 100 Gb/s, one of fig10's rates.
+	if rx.res.Metrics["rate_bps"] != float64(100*scenarios.Gbps) || len(rx.res.Notes) != 0 {
+		t.Errorf("rate %v (notes %v), want the port's, 100 Gb/s", rx.res.Metrics["rate_bps"], rx.res.Notes)
 	}
 }
 
@@ -68,6 +69,17 @@ func TestFragsizeRoleErrors(t *testing.T) {
 	if _, err := New(s); err == nil || !strings.Contains(err.Error(), "rate") {
 		t.Errorf("rate=fast: %v", err)
 	}
+	s.Params = map[string]string{"rate": "40Gbps"}
+	r, err := New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Prepare(t.Context(), s); err == nil || !strings.Contains(err.Error(), "no measured interval") {
+		t.Errorf("no duration: %v", err)
+	}
+	if fr := r.(*fragsizeRole); fr.rate != 40*scenarios.Gbps {
+		t.Errorf("rate=40Gbps: %v", fr.rate)
+	}
 	s.Params = map[string]string{}
 	s.Scenario, _ = scenarios.Builtin("table2")
 	if _, err := New(s); err == nil || !strings.Contains(err.Error(), "no fragsize benchmark") {
@@ -75,7 +87,7 @@ func TestFragsizeRoleErrors(t *testing.T) {
 	}
 	s = specs[0]
 	s.Duration = 150 * time.Millisecond // two slots of 75 ms, shorter than the warm-up
-	r, err := New(s)
+	r, err = New(s)
 	if err != nil {
 		t.Fatal(err)
 	}
