@@ -233,8 +233,9 @@ func perftestReport(r *report.Result, rf *ResultFile) {
 
 // fragsizeReport reduces a fragsize-receiver's per-fragment goodput to
 // besim's fig10 names, fragsize/RATE/SIZE/gbps, RATE the link's (the
-// receiver's port's active rate, or its rate parameter), and a table. besim's efficiency (goodput over its NIC model's payload line
-// rate) has no hardware counterpart here.
+// receiver's port's active rate, or its rate parameter), and a table.
+// besim's efficiency (goodput over its NIC model's payload line rate) has
+// no hardware counterpart here.
 func fragsizeReport(r *report.Result, rf *ResultFile) {
 	for _, h := range rf.Hosts {
 		for _, ro := range h.Roles {
