@@ -30,7 +30,7 @@ func TestRepository(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"cmd/berun", "byteexpress", "simhost", "workloads/ps", "workloads/ps/pssim", "workloads/perftest", "workloads/perftest/perftestsim", "workloads/failover", "workloads/failover/failoversim",
-		"workloads/fragsize", "workloads/fragsize/fragsizesim", "workloads/hol", "workloads/hol/holsim"} {
+		"workloads/fragsize", "workloads/fragsize/fragsizesim", "workloads/hol", "workloads/hol/holsim", "workloads/msgrate", "workloads/msgrate/msgratesim"} {
 		if _, ok := g[Module+p]; !ok {
 			t.Fatalf("go list has no %s: the rules check nothing", p)
 		}
@@ -73,6 +73,8 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		Module + "workloads/fragsize/fragsizesim": m("workloads/fragsize", "simhost", "rnic", "experiment"),
 		Module + "workloads/hol":                  m("sim", "scenarios", "report", "workloads/fragsize"),
 		Module + "workloads/hol/holsim":           m("workloads/hol", "workloads/fragsize/fragsizesim", "simhost", "experiment"),
+		Module + "workloads/msgrate":              m("sim", "scenarios", "report"),
+		Module + "workloads/msgrate/msgratesim":   m("workloads/msgrate", "rnic", "experiment"),
 	}
 	if v := Check(clean); len(v) != 0 {
 		t.Fatalf("clean graph: %v", v)
@@ -102,6 +104,8 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		{"workloads/hol", "experiment", "simulator-free workload package"},
 		{"berun/role", "workloads/fragsize/fragsizesim", "berun runs on real hosts"},
 		{"cmd/berun", "workloads/hol/holsim", "berun runs on real hosts"},
+		{"workloads/msgrate", "rnic", "simulator-free workload package"},
+		{"cmd/berun", "workloads/msgrate/msgratesim", "berun runs on real hosts"},
 	} {
 		g := Graph{}
 		for k, v := range clean {
