@@ -32,7 +32,9 @@ func fragsizeSpecs(t *testing.T, warm string) []Spec {
 // the receiver measures goodput in each point's interval.
 func TestFragsizeRolesOverVerbs(t *testing.T) {
 	useFakeNICs(t)
-	out := runAll(t, 1200*time.Millisecond, 5*time.Second, fragsizeSpecs(t, "100ms")...)
+	// 1 s per fragment size: one slot of 0.6 s once lost its answers on a
+	// loaded 2-core machine (1 run in 19).
+	out := runAll(t, 2*time.Second, 5*time.Second, fragsizeSpecs(t, "100ms")...)
 	rx, tx := out["fragsize-receiver"], out["fragsize-sender"]
 	for id, in := range out {
 		if in.err != nil {
