@@ -32,6 +32,14 @@ type Config struct {
 	FastRecoveryStages int     // F: stages of fast recovery before increase
 	AdditiveIncrease   int64   // R_AI: Rt step in additive increase
 	HyperIncrease      int64   // R_HAI: Rt step unit in hyper increase
+	// DecreasePeriod coalesces decreases: a CNP within DecreasePeriod of
+	// the last decrease changes neither the rate nor alpha (it restarts
+	// the increase counters, as any CNP). 0 (the paper): every CNP
+	// decreases. ConnectX firmware has such a period
+	// (rate_reduce_monitor_period); it defers a CNP inside it to a
+	// decrease at its end, where this drops it (under steady marking both
+	// give one decrease per period).
+	DecreasePeriod int64
 }
 
 // DefaultConfig returns the default parameters for a port of lineRate bits/s.
@@ -76,6 +84,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dcqcn: Config.FastRecoveryStages = %d: must be >= 0", c.FastRecoveryStages)
 	case c.AdditiveIncrease < 0 || c.AdditiveIncrease > maxRate:
 		return fmt.Errorf("dcqcn: Config.AdditiveIncrease = %d bits/s: must be in [0, 2^53]", c.AdditiveIncrease)
+	case c.DecreasePeriod < 0:
+		return fmt.Errorf("dcqcn: Config.DecreasePeriod = %d ps: must be >= 0", c.DecreasePeriod)
 	case c.HyperIncrease < 0 || c.HyperIncrease > maxRate:
 		return fmt.Errorf("dcqcn: Config.HyperIncrease = %d bits/s: must be in [0, 2^53]", c.HyperIncrease)
 	}

@@ -555,3 +555,40 @@ func BenchmarkNotificationPoint(b *testing.B) {
 		np.OnECNMarkedPacket(now)
 	}
 }
+
+// DecreasePeriod: CNPs inside the period after a decrease change neither
+// the rate nor alpha; the first one after it decreases again. With 0 (the
+// paper) every CNP decreases.
+func TestDecreasePeriod(t *testing.T) {
+	const us = 1_000_000 // ps
+	for _, period := range []int64{0, 4 * us} {
+		cfg := DefaultConfig(25_000_000_000)
+		cfg.DecreasePeriod = period
+		r, err := NewReactionPoint(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.OnCNP(10 * us)
+		rc1, a1 := r.Rate(), r.Alpha()
+		r.OnCNP(12 * us) // inside a 4 us period
+		rc2, a2 := r.Rate(), r.Alpha()
+		r.OnCNP(15 * us) // after it
+		rc3 := r.Rate()
+		switch {
+		case period == 0 && (rc2 >= rc1 || rc3 >= rc2):
+			t.Errorf("period 0: rates %d %d %d should fall on every CNP", rc1, rc2, rc3)
+		case period > 0 && (rc2 != rc1 || a2 != a1):
+			t.Errorf("period 4us: a CNP 2 us after a decrease changed rate %d -> %d, alpha %g -> %g", rc1, rc2, a1, a2)
+		case period > 0 && rc3 >= rc2:
+			t.Errorf("period 4us: the CNP after the period did not decrease (%d -> %d)", rc2, rc3)
+		}
+		if got := r.Stats().RateDecreases; period > 0 && got != 2 || period == 0 && got != 3 {
+			t.Errorf("period %d: %d decreases", period, got)
+		}
+	}
+	bad := DefaultConfig(1e9)
+	bad.DecreasePeriod = -1
+	if bad.Validate() == nil {
+		t.Error("a negative decrease period validated")
+	}
+}

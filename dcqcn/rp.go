@@ -29,6 +29,8 @@ type ReactionPoint struct {
 	timerStage    int64 // T: timer expiries since the last CNP
 	byteStage     int64 // BC: byte-counter expiries since the last CNP
 	bytes         int64 // bytes sent towards the next byte-counter expiry
+	lastDecrease  int64 // when the last CNP decreased the rate (DecreasePeriod)
+	decreased     bool  // a decrease happened (lastDecrease is set)
 
 	stats Stats
 }
@@ -96,20 +98,23 @@ func (r *ReactionPoint) OnCNP(now int64) {
 	r.advance(now)
 	r.stats.CNPs++
 
-	r.rt = r.rc
-	// The decrease uses alpha before this CNP's update, as in the paper.
-	rc := int64(float64(r.rc) * (1 - r.alpha/2))
-	if rc < r.cfg.MinRate {
-		rc = r.cfg.MinRate
-		r.stats.MinRateClamps++
-	}
-	if rc < r.rc {
-		r.stats.RateDecreases++
-	}
-	r.rc = rc
-	r.alpha = float64(r.oneMinusG*r.alpha) + r.cfg.G
-	if r.alpha > 1 {
-		r.alpha = 1
+	if p := r.cfg.DecreasePeriod; p <= 0 || !r.decreased || now >= addSat(r.lastDecrease, p) {
+		r.decreased, r.lastDecrease = true, now
+		r.rt = r.rc
+		// The decrease uses alpha before this CNP's update, as in the paper.
+		rc := int64(float64(r.rc) * (1 - r.alpha/2))
+		if rc < r.cfg.MinRate {
+			rc = r.cfg.MinRate
+			r.stats.MinRateClamps++
+		}
+		if rc < r.rc {
+			r.stats.RateDecreases++
+		}
+		r.rc = rc
+		r.alpha = float64(r.oneMinusG*r.alpha) + r.cfg.G
+		if r.alpha > 1 {
+			r.alpha = 1
+		}
 	}
 
 	r.alphaDeadline = addSat(now, r.cfg.AlphaTimer)

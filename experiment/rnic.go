@@ -117,6 +117,9 @@ func DCQCNConfig(s *scenarios.Scenario, lineRate int64) dcqcn.Config {
 	if d.AIRate > 0 {
 		c.AdditiveIncrease = int64(d.AIRate)
 	}
+	if d.DecreasePeriod != nil {
+		c.DecreasePeriod = int64(*d.DecreasePeriod)
+	}
 	if d.HAIRate > 0 {
 		c.HyperIncrease = int64(d.HAIRate)
 	}

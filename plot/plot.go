@@ -7,12 +7,14 @@
 // Output is deterministic: the same result and options give the same SVG
 // bytes (colours, dashes and legend order come from the data's order,
 // never from a map). PNG is rasterised with gonum's embedded Liberation
-// fonts and is stable too, but only SVG is promised byte-identical.
+// fonts and is stable too, but only SVG is promised byte-identical (a PDF
+// carries its creation time).
 package plot
 
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"path"
@@ -40,14 +42,14 @@ const (
 )
 
 // Formats Encode accepts.
-var Formats = []string{"png", "svg"}
+var Formats = []string{"png", "svg", "pdf"}
 
-// Encode writes p in format ("png" or "svg") at the given size (0: the
-// default).
+// Encode writes p in format ("png", "svg" or "pdf") at the given size (0:
+// the default).
 func Encode(p *gplot.Plot, w io.Writer, format string, width, height vg.Length) error {
 	format = strings.ToLower(strings.TrimPrefix(format, "."))
 	if !slices.Contains(Formats, format) {
-		return fmt.Errorf("plot: format %q not supported (use %s)", format, strings.Join(Formats, " or "))
+		return fmt.Errorf("plot: format %q not supported (use %s)", format, strings.Join(Formats, ", "))
 	}
 	if width <= 0 {
 		width = DefaultWidth
@@ -63,11 +65,12 @@ func Encode(p *gplot.Plot, w io.Writer, format string, width, height vg.Length) 
 	return err
 }
 
-// Save writes p to file, the format given by its extension (.png, .svg).
+// Save writes p to file, the format given by its extension (.png, .svg,
+// .pdf).
 func Save(p *gplot.Plot, file string, width, height vg.Length) error {
 	format := strings.TrimPrefix(filepath.Ext(file), ".")
 	if !slices.Contains(Formats, strings.ToLower(format)) {
-		return fmt.Errorf("plot: %s: unknown format %q (name the file .png or .svg)", file, format)
+		return fmt.Errorf("plot: %s: unknown format %q (name the file .png, .svg or .pdf)", file, format)
 	}
 	if width < MinSize || height < MinSize || width > MaxSize || height > MaxSize {
 		return fmt.Errorf("plot: %s: size %.1f x %.1f cm: each side must be from %g to %g cm", file, width/vg.Centimeter, height/vg.Centimeter, MinSize/vg.Centimeter, MaxSize/vg.Centimeter)
@@ -193,7 +196,7 @@ func sweepTable(r *report.Result) (*report.Table, error) {
 func column(t *report.Table, name string) (int, error) {
 	var names []string
 	for i, c := range t.Columns {
-		if c.Name == name {
+		if c.Name == name || report.CSVHeader(c) == name {
 			return i, nil
 		}
 		names = append(names, c.Name)
@@ -218,34 +221,153 @@ func column(t *report.Table, name string) (int, error) {
 	return 0, fmt.Errorf("plot: table %s has no column %q (columns: %s)", t.Name, name, strings.Join(names, ", "))
 }
 
-// Sweep plots column y of a sweep or search table against the swept key
-// x, one line per combination of the other keys' values (legend in point
-// order). x may be empty when the points have one key. Values written
-// with units (1MiB, 25Gbps, 10us) are placed by their magnitude and
-// labelled as written, on a log scale when they grow geometrically (each
-// at least 1.5 times the one before, as buffer and window sweeps in powers
-// of two do); values that are
-// not numbers are spaced evenly. Missing values ("-") leave gaps.
-func Sweep(r *report.Result, x, y string) (*gplot.Plot, error) {
-	t, err := sweepTable(r)
-	if err != nil {
+// Options adjust a plot: its y axis, the table a line plot reads, and
+// reference points. The zero value is the default: a y axis from zero
+// when every value is non-negative.
+type Options struct {
+	// Table names the table Sweep plots instead of a sweep or search
+	// table: its row keys split at "/" as its key name does ("rate/fragment"
+	// with rows "25G/512B"), each part then a key for --x.
+	Table string
+	// LogY puts the y axis on a log scale (every value must be positive).
+	LogY bool
+	// YMin, when not nil, is the bottom of the y axis.
+	YMin *float64
+	// YLabel replaces the y axis label.
+	YLabel string
+	// Refs are reference points drawn over a sweep plot (Sweep only).
+	Refs []Ref
+}
+
+// Ref is a labelled set of reference points, e.g. a paper's values.
+type Ref struct {
+	Label  string
+	Points []RefPoint
+}
+
+// RefPoint is one reference point: X as the swept value is written
+// ("4KiB", "none", "16"), Y a number.
+type RefPoint struct {
+	X string
+	Y float64
+}
+
+// ParseRef reads LABEL=X1:Y1,X2:Y2 (the y after the last colon of each
+// point).
+func ParseRef(s string) (Ref, error) {
+	label, pts, ok := strings.Cut(s, "=")
+	label = strings.TrimSpace(label)
+	if !ok || label == "" || strings.TrimSpace(pts) == "" {
+		return Ref{}, fmt.Errorf("plot: reference %q: want LABEL=X1:Y1,X2:Y2", s)
+	}
+	r := Ref{Label: label}
+	for _, p := range strings.Split(pts, ",") {
+		i := strings.LastIndex(p, ":")
+		if i < 0 {
+			return Ref{}, fmt.Errorf("plot: reference %q: point %q: want X:Y", s, p)
+		}
+		y, err := strconv.ParseFloat(strings.TrimSpace(p[i+1:]), 64)
+		if err != nil || math.IsNaN(y) || math.IsInf(y, 0) {
+			return Ref{}, fmt.Errorf("plot: reference %q: point %q: y %q is not a finite number", s, p, p[i+1:])
+		}
+		r.Points = append(r.Points, RefPoint{X: strings.TrimSpace(p[:i]), Y: y})
+	}
+	return r, nil
+}
+
+// finishY sets the y axis from the options once every plotter is added
+// (p.Y.Min and Max are then the data's range): log scale, an explicit
+// bottom, or zero when no value is negative; and the label.
+func finishY(p *gplot.Plot, opt Options) error {
+	switch {
+	case opt.LogY && opt.YMin != nil && *opt.YMin <= 0:
+		return fmt.Errorf("plot: a log y axis needs a positive --ymin (got %g)", *opt.YMin)
+	case opt.LogY:
+		if p.Y.Min <= 0 {
+			return fmt.Errorf("plot: a log y axis needs positive values; the smallest is %g (drop --log-y, or plot another metric)", p.Y.Min)
+		}
+		p.Y.Scale = gplot.LogScale{}
+		p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}
+		p.Y.Label.Text += " (log scale)"
+		if opt.YMin != nil {
+			p.Y.Min = *opt.YMin
+		}
+	case opt.YMin != nil:
+		p.Y.Min = *opt.YMin
+	case p.Y.Min > 0:
+		p.Y.Min = 0
+	}
+	if p.Y.Max <= p.Y.Min {
+		p.Y.Max = p.Y.Min + 1
+	}
+	if opt.YLabel != "" {
+		p.Y.Label.Text = opt.YLabel
+	}
+	return nil
+}
+
+// rowPairs splits a row key into its key=value pairs: a sweep row
+// ("k1=v1,k2=v2"), or a table's key split at "/" as its key name is
+// ("rate/fragment" and "25G/512B").
+func rowPairs(t *report.Table, key string) []pair {
+	if len(t.Params) > 0 || t.Name == "sweep" || t.Name == "search" {
+		return splitKey(key)
+	}
+	names := strings.Split(t.KeyName, "/")
+	vals := strings.Split(key, "/")
+	if len(names) != len(vals) {
+		return []pair{{t.KeyName, key}}
+	}
+	out := make([]pair, len(names))
+	for i := range names {
+		out[i] = pair{names[i], vals[i]}
+	}
+	return out
+}
+
+// Sweep plots the columns ys of a sweep or search table (or of the table
+// opt.Table names) against the swept key x, one line per column and
+// combination of the other keys' values (legend in point order). x may be
+// empty when the points have one key, ys when the table has one column or
+// is a search (its largest value). Values written with units (1MiB,
+// 25Gbps, 10us) are placed by their magnitude and labelled as written, on
+// a log scale when they grow geometrically (each at least 1.5 times the
+// one before, as buffer and window sweeps in powers of two do); values
+// that are not numbers are spaced evenly. Missing values leave gaps.
+// opt.Refs are drawn as separate points at their x values.
+func Sweep(r *report.Result, x string, ys []string, opt Options) (*gplot.Plot, error) {
+	var t *report.Table
+	var err error
+	if opt.Table != "" {
+		var ok bool
+		if t, ok = r.Table(opt.Table); !ok {
+			var names []string
+			for _, t := range r.Tables {
+				names = append(names, t.Name)
+			}
+			return nil, fmt.Errorf("plot: no table %q (tables: %s)", opt.Table, strings.Join(names, ", "))
+		}
+	} else if t, err = sweepTable(r); err != nil {
 		return nil, err
 	}
 	if len(t.Rows) == 0 {
 		return nil, fmt.Errorf("plot: table %s has no rows", t.Name)
 	}
-	if y == "" {
+	var yis []int
+	for _, y := range ys {
+		yi, err := column(t, y)
+		if err != nil {
+			return nil, err
+		}
+		yis = append(yis, yi)
+	}
+	if len(yis) == 0 {
 		if len(t.Columns) != 1 && t.Name != "search" {
 			return nil, fmt.Errorf("plot: say which column to plot with --y (columns: %s)", colNames(t))
 		}
+		yis = []int{0}
 	}
-	yi := 0
-	if y != "" {
-		if yi, err = column(t, y); err != nil {
-			return nil, err
-		}
-	}
-	first := splitKey(t.Rows[0].Key)
+	first := rowPairs(t, t.Rows[0].Key)
 	if x == "" {
 		if len(first) != 1 {
 			return nil, fmt.Errorf("plot: say which swept key goes on the x axis with --x (keys: %s)", keyNames(first))
@@ -255,8 +377,6 @@ func Sweep(r *report.Result, x, y string) (*gplot.Plot, error) {
 	type pt struct {
 		xs  string
 		x   float64
-		y   float64
-		ok  bool
 		row int
 	}
 	type group struct {
@@ -267,7 +387,7 @@ func Sweep(r *report.Result, x, y string) (*gplot.Plot, error) {
 	var xsSeen []string
 	allNumeric := true
 	for ri, row := range t.Rows {
-		pairs := splitKey(row.Key)
+		pairs := rowPairs(t, row.Key)
 		xv, found := "", false
 		var rest []string
 		for _, p := range pairs {
@@ -296,8 +416,7 @@ func Sweep(r *report.Result, x, y string) (*gplot.Plot, error) {
 		if !slices.Contains(xsSeen, xv) {
 			xsSeen = append(xsSeen, xv)
 		}
-		yv := row.Values[yi]
-		g.pts = append(g.pts, pt{xs: xv, x: xf, y: yv, ok: !report.Missing(yv), row: ri})
+		g.pts = append(g.pts, pt{xs: xv, x: xf, row: ri})
 	}
 	var ticks []gplot.Tick
 	for i, xs := range xsSeen {
@@ -308,8 +427,16 @@ func Sweep(r *report.Result, x, y string) (*gplot.Plot, error) {
 		ticks = append(ticks, gplot.Tick{Value: v, Label: xs})
 	}
 	slices.SortStableFunc(ticks, func(a, b gplot.Tick) int { return cmpF(a.Value, b.Value) })
-	ylab := label(t.Columns[yi].Name, t.Columns[yi].Unit)
-	p := newPlot(t.Title, x, ylab)
+	// xOf places a written x value: by magnitude, or by its index among
+	// the points' values when they are not all numbers.
+	xOf := func(xs string) (float64, bool) {
+		if allNumeric {
+			return numeric(xs)
+		}
+		i := slices.Index(xsSeen, xs)
+		return float64(i), i >= 0
+	}
+	p := newPlot(t.Title, x, yLabel(t, yis))
 	if allNumeric && geometric(ticks) {
 		p.X.Scale = gplot.LogScale{}
 		p.X.Label.Text += " (log scale)"
@@ -322,36 +449,103 @@ func Sweep(r *report.Result, x, y string) (*gplot.Plot, error) {
 	}
 	var lines []plotter.XYs
 	var entries []string
-	for gi, g := range groups {
-		var xys plotter.XYs
-		for _, q := range g.pts {
-			if !q.ok {
+	n := 0
+	sharedUnit := len(yis) > 1 && yLabel(t, yis) == t.Columns[yis[0]].Unit
+	for _, yi := range yis {
+		for _, g := range groups {
+			var xys plotter.XYs
+			for _, q := range g.pts {
+				yv := t.Rows[q.row].Values[yi]
+				if report.Missing(yv) {
+					continue
+				}
+				xv, _ := xOf(q.xs)
+				xys = append(xys, plotter.XY{X: xv, Y: yv})
+			}
+			slices.SortStableFunc(xys, func(a, b plotter.XY) int { return cmpF(a.X, b.X) })
+			if len(xys) == 0 {
 				continue
 			}
-			xv := q.x
-			if !allNumeric {
-				xv = float64(slices.Index(xsSeen, q.xs))
+			l, s, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return nil, fmt.Errorf("plot: %w", err)
 			}
-			xys = append(xys, plotter.XY{X: xv, Y: q.y})
+			style(l, s, n)
+			n++
+			p.Add(l, s)
+			lines = append(lines, xys)
+			name := g.name
+			if len(yis) > 1 {
+				name = t.Columns[yi].Name
+				if !sharedUnit {
+					name = label(name, t.Columns[yi].Unit)
+				}
+				if g.name != "" {
+					name += ", " + g.name
+				}
+			}
+			if name == "" && len(opt.Refs) > 0 {
+				name = "model" // beside reference points, the line needs a name too
+			}
+			if name != "" {
+				p.Legend.Add(name, l, s)
+				entries = append(entries, name)
+			}
 		}
-		slices.SortStableFunc(xys, func(a, b plotter.XY) int { return cmpF(a.X, b.X) })
+	}
+	for _, ref := range opt.Refs {
+		var xys plotter.XYs
+		for _, rp := range ref.Points {
+			xv, ok := xOf(rp.X)
+			if !ok {
+				return nil, fmt.Errorf("plot: reference %s: x %q is not a value of %s (values: %s)", ref.Label, rp.X, x, strings.Join(xsSeen, ", "))
+			}
+			xys = append(xys, plotter.XY{X: xv, Y: rp.Y})
+		}
 		if len(xys) == 0 {
 			continue
 		}
-		l, s, err := plotter.NewLinePoints(xys)
+		s, err := plotter.NewScatter(xys)
 		if err != nil {
-			return nil, fmt.Errorf("plot: %w", err)
+			return nil, fmt.Errorf("plot: reference %s: %w", ref.Label, err)
 		}
-		style(l, s, gi)
-		p.Add(l, s)
+		s.Color = color.Black
+		s.Shape = draw.CrossGlyph{}
+		if n > 0 {
+			s.Shape = plotutil.Shape(n)
+		}
+		s.Radius = vg.Points(4)
+		n++
+		p.Add(s)
+		p.Legend.Add(ref.Label, s)
 		lines = append(lines, xys)
-		if g.name != "" {
-			p.Legend.Add(g.name, l, s)
-			entries = append(entries, g.name)
-		}
+		entries = append(entries, ref.Label)
+	}
+	if err := finishY(p, opt); err != nil {
+		return nil, err
 	}
 	placeLegend(p, lines, entries)
 	return p, nil
+}
+
+// yLabel is the y axis label of columns yis: the column and unit for one,
+// the shared unit (or the names) for several.
+func yLabel(t *report.Table, yis []int) string {
+	if len(yis) == 1 {
+		return label(t.Columns[yis[0]].Name, t.Columns[yis[0]].Unit)
+	}
+	unit := t.Columns[yis[0]].Unit
+	var names []string
+	for _, yi := range yis {
+		if t.Columns[yi].Unit != unit {
+			unit = ""
+		}
+		names = append(names, t.Columns[yi].Name)
+	}
+	if unit != "" {
+		return unit
+	}
+	return strings.Join(names, ", ")
 }
 
 // geometric reports whether sorted positive tick values grow by a factor
@@ -443,8 +637,8 @@ func timeScale(tmax float64) (float64, string) {
 
 // Series plots time series (queue depth, bandwidth, pause over time)
 // selected by name or pattern (all when none), one line each, the time
-// axis in s, ms, us or ns as fits.
-func Series(r *report.Result, patterns []string) (*gplot.Plot, error) {
+// axis in s, ms, us or ns as fits, the y axis as opt says.
+func Series(r *report.Result, patterns []string, opt Options) (*gplot.Plot, error) {
 	ss, err := matchSeries(r, patterns)
 	if err != nil {
 		return nil, err
@@ -497,6 +691,9 @@ func Series(r *report.Result, patterns []string) (*gplot.Plot, error) {
 			p.Legend.Add(s.Name, l)
 			entries = append(entries, s.Name)
 		}
+	}
+	if err := finishY(p, opt); err != nil {
+		return nil, err
 	}
 	placeLegend(p, lines, entries)
 	return p, nil
@@ -591,8 +788,10 @@ func cdfPoints(r *report.Result, name string) (plotter.XYs, string, error) {
 // ---- bars ------------------------------------------------------------------
 
 // Bars draws one bar per row of a table column (flows:goodput,
-// ports:pause tx, sweep:pfc/frames_tx).
-func Bars(r *report.Result, table, col string) (*gplot.Plot, error) {
+// ports:pause tx, sweep:pfc/frames_tx), the y axis as opt says. The bars of
+// a one-key sweep are labelled by the swept value alone (the key names the
+// axis); labels too wide for their bar's slot are turned 45 degrees.
+func Bars(r *report.Result, table, col string, opt Options) (*gplot.Plot, error) {
 	t, ok := r.Table(table)
 	if !ok {
 		var names []string
@@ -610,6 +809,10 @@ func Bars(r *report.Result, table, col string) (*gplot.Plot, error) {
 	}
 	vals := make(plotter.Values, len(t.Rows))
 	names := make([]string, len(t.Rows))
+	xlab := t.KeyName
+	if len(t.Params) == 1 {
+		xlab = t.Params[0]
+	}
 	for i, row := range t.Rows {
 		v := row.Values[ci]
 		if report.Missing(v) {
@@ -617,9 +820,13 @@ func Bars(r *report.Result, table, col string) (*gplot.Plot, error) {
 		}
 		vals[i] = v
 		names[i] = row.Key
+		if len(t.Params) == 1 {
+			names[i] = strings.TrimPrefix(row.Key, t.Params[0]+"=")
+		}
 	}
-	p := newPlot(t.Title, t.KeyName, label(t.Columns[ci].Name, t.Columns[ci].Unit))
-	w := vg.Points(max(2, min(20, 300/float64(len(vals)))))
+	p := newPlot(t.Title, xlab, label(t.Columns[ci].Name, t.Columns[ci].Unit))
+	// Bars fill 60% of their slot at the default width (2 to 40 points).
+	w := max(vg.Points(2), min(vg.Points(40), 0.6*(DefaultWidth-2*vg.Centimeter)/vg.Length(len(vals))))
 	b, err := plotter.NewBarChart(vals, w)
 	if err != nil {
 		return nil, fmt.Errorf("plot: %w", err)
@@ -628,10 +835,26 @@ func Bars(r *report.Result, table, col string) (*gplot.Plot, error) {
 	b.LineStyle.Width = 0
 	p.Add(b)
 	p.NominalX(names...)
-	if len(names) > 6 {
+	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5 // whole bars at both ends
+	if labelsCollide(p, names) {
 		p.X.Tick.Label.Rotation = math.Pi / 4
 		p.X.Tick.Label.XAlign = draw.XRight
 		p.X.Tick.Label.YAlign = draw.YCenter
 	}
+	if err := finishY(p, opt); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// labelsCollide reports whether the widest of the nominal x labels is
+// wider than 90% of its slot at the default figure width (less a margin
+// for the y axis).
+func labelsCollide(p *gplot.Plot, names []string) bool {
+	widest := vg.Length(0)
+	for _, n := range names {
+		widest = max(widest, p.X.Tick.Label.Width(n))
+	}
+	slot := (DefaultWidth - 2*vg.Centimeter) / vg.Length(len(names))
+	return widest > 0.9*slot
 }

@@ -3,6 +3,7 @@ package plot
 import (
 	"bytes"
 	"image/png"
+	"os"
 	"strings"
 	"testing"
 
@@ -51,16 +52,20 @@ func TestPlotsAreDeterministic(t *testing.T) {
 		name string
 		make func() (*gplot.Plot, error)
 	}{
-		{"sweep", func() (*gplot.Plot, error) { return Sweep(sw, "fabric.switch.buffer", "pfc/frames_tx") }},
-		{"sweep-other-x", func() (*gplot.Plot, error) { return Sweep(sw, "flows[incast].rate", "flow/victim/goodput") }},
-		{"search", func() (*gplot.Plot, error) { return Sweep(search, "", "") }},
-		{"search-metric", func() (*gplot.Plot, error) { return Sweep(search, "", "at first true") }},
-		{"series", func() (*gplot.Plot, error) { return Series(run, []string{"queue/"}) }},
-		{"series-all", func() (*gplot.Plot, error) { return Series(run, nil) }},
+		{"sweep", func() (*gplot.Plot, error) {
+			return Sweep(sw, "fabric.switch.buffer", []string{"pfc/frames_tx"}, Options{})
+		}},
+		{"sweep-other-x", func() (*gplot.Plot, error) {
+			return Sweep(sw, "flows[incast].rate", []string{"flow/victim/goodput"}, Options{})
+		}},
+		{"search", func() (*gplot.Plot, error) { return Sweep(search, "", nil, Options{}) }},
+		{"search-metric", func() (*gplot.Plot, error) { return Sweep(search, "", []string{"at first true"}, Options{}) }},
+		{"series", func() (*gplot.Plot, error) { return Series(run, []string{"queue/"}, Options{}) }},
+		{"series-all", func() (*gplot.Plot, error) { return Series(run, nil, Options{}) }},
 		{"cdf-hist", func() (*gplot.Plot, error) { return CDF(run, []string{"rtt"}) }},
 		{"cdf-all", func() (*gplot.Plot, error) { return CDF(run, nil) }},
 		{"cdf-series", func() (*gplot.Plot, error) { return CDF(run, []string{run.Series[0].Name}) }},
-		{"bars", func() (*gplot.Plot, error) { return Bars(run, "flows", "goodput") }},
+		{"bars", func() (*gplot.Plot, error) { return Bars(run, "flows", "goodput", Options{}) }},
 	}
 	for _, tc := range tests {
 		var svgs [][]byte
@@ -95,7 +100,7 @@ func TestPlotsAreDeterministic(t *testing.T) {
 
 func TestSweepLines(t *testing.T) {
 	sw, _, _ := fixtures(t)
-	p, err := Sweep(sw, "fabric.switch.buffer", "pfc/frames_tx")
+	p, err := Sweep(sw, "fabric.switch.buffer", []string{"pfc/frames_tx"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,21 +119,21 @@ func TestPlotErrors(t *testing.T) {
 		err  error
 		want string
 	}{
-		{second(Sweep(sw, "", "pfc/frames_tx")), "say which swept key goes on the x axis with --x (keys: flows[incast].rate, fabric.switch.buffer)"},
-		{second(Sweep(sw, "fabric.switch.buffer", "")), "say which column to plot with --y"},
-		{second(Sweep(sw, "nope", "pfc/frames_tx")), "has no key nope"},
-		{second(Sweep(sw, "fabric.switch.buffer", "nope")), `no column "nope"`},
-		{second(Sweep(search, "", "at")), "matches several columns"},
-		{second(Sweep(run, "", "")), "no sweep or search table"},
-		{second(Series(run, []string{"nope"})), `no series matches "nope"`},
-		{second(Series(sw, nil)), "no time series"},
+		{second(Sweep(sw, "", []string{"pfc/frames_tx"}, Options{})), "say which swept key goes on the x axis with --x (keys: flows[incast].rate, fabric.switch.buffer)"},
+		{second(Sweep(sw, "fabric.switch.buffer", nil, Options{})), "say which column to plot with --y"},
+		{second(Sweep(sw, "nope", []string{"pfc/frames_tx"}, Options{})), "has no key nope"},
+		{second(Sweep(sw, "fabric.switch.buffer", []string{"nope"}, Options{})), `no column "nope"`},
+		{second(Sweep(search, "", []string{"at"}, Options{})), "matches several columns"},
+		{second(Sweep(run, "", nil, Options{})), "no sweep or search table"},
+		{second(Series(run, []string{"nope"}, Options{})), `no series matches "nope"`},
+		{second(Series(sw, nil, Options{})), "no time series"},
 		{second(CDF(sw, nil)), "no histogram tables"},
 		{second(CDF(run, []string{"flows"})), "not a histogram"},
 		{second(CDF(run, []string{"nope"})), `no histogram table or series named "nope"`},
-		{second(Bars(run, "nope", "x")), `no table "nope"`},
-		{second(Bars(run, "flows", "nope")), `no column "nope"`},
+		{second(Bars(run, "nope", "x", Options{})), `no table "nope"`},
+		{second(Bars(run, "flows", "nope", Options{})), `no column "nope"`},
 		{Save(gplot.New(), t.TempDir()+"/x.gif", 0, 0), `unknown format "gif"`},
-		{Encode(gplot.New(), &bytes.Buffer{}, "pdf", 0, 0), `format "pdf" not supported`},
+		{Encode(gplot.New(), &bytes.Buffer{}, "gif", 0, 0), `format "gif" not supported`},
 	}
 	for i, tc := range tests {
 		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
@@ -157,5 +162,134 @@ func TestSplitKey(t *testing.T) {
 	}
 	if _, ok := numeric("strict"); ok {
 		t.Errorf("numeric(strict) is a number")
+	}
+}
+
+func svgOf(t *testing.T, p *gplot.Plot, err error) string {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Encode(p, &b, "svg", 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestYFromZero(t *testing.T) {
+	sw, _, run := fixtures(t)
+	p, err := Sweep(sw, "fabric.switch.buffer", []string{"flow/victim/goodput"}, Options{})
+	svgOf(t, p, err)
+	if p.Y.Min != 0 {
+		t.Errorf("sweep of non-negative goodput: y from %g, want 0", p.Y.Min)
+	}
+	p, err = Series(run, []string{"queue/"}, Options{})
+	svgOf(t, p, err)
+	if p.Y.Min != 0 {
+		t.Errorf("queue series: y from %g, want 0", p.Y.Min)
+	}
+	ymin := 5.0
+	p, err = Sweep(sw, "fabric.switch.buffer", []string{"flow/victim/goodput"}, Options{YMin: &ymin, YLabel: "victim"})
+	if s := svgOf(t, p, err); p.Y.Min != 5 || !strings.Contains(s, ">victim<") {
+		t.Errorf("--ymin 5 --ylabel victim: y from %g, label %q", p.Y.Min, p.Y.Label.Text)
+	}
+	p, err = Sweep(sw, "fabric.switch.buffer", []string{"flow/victim/goodput"}, Options{LogY: true})
+	svgOf(t, p, err)
+	if _, ok := p.Y.Scale.(gplot.LogScale); !ok || p.Y.Min <= 0 {
+		t.Errorf("--log-y: scale %T, y from %g", p.Y.Scale, p.Y.Min)
+	}
+	if _, err := Sweep(sw, "fabric.switch.buffer", []string{"pfc/frames_tx"}, Options{LogY: true}); err == nil || !strings.Contains(err.Error(), "needs positive values") {
+		t.Errorf("--log-y over zeros: %v", err)
+	}
+}
+
+func TestSeveralYAndRefs(t *testing.T) {
+	sw, search, _ := fixtures(t)
+	s := render(t)(Sweep(sw, "fabric.switch.buffer", []string{"pfc/frames_tx", "flow/victim/goodput"}, Options{}))
+	for _, want := range []string{"pfc/frames_tx (frames), flows[incast].rate=10Gbps", "flow/victim/goodput (Gbps), flows[incast].rate=10Gbps", "flow/victim/goodput (Gbps), flows[incast].rate=15Gbps"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("two --y: legend lacks %q", want)
+		}
+	}
+	ref, err := ParseRef("paper (Table 4)=1MiB:3,8MiB:9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = render(t)(Sweep(search, "", nil, Options{Refs: []Ref{ref}}))
+	for _, want := range []string{">model<", ">paper (Table 4)<"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("search with reference: legend lacks %q", want)
+		}
+	}
+	bad, _ := ParseRef("paper=none:1")
+	if _, err := Sweep(search, "", nil, Options{Refs: []Ref{bad}}); err == nil || !strings.Contains(err.Error(), `x "none" is not a value of fabric.switch.buffer`) {
+		t.Errorf("reference off the axis: %v", err)
+	}
+	for _, in := range []string{"paper", "=1:2", "paper=1", "paper=1:x"} {
+		if _, err := ParseRef(in); err == nil {
+			t.Errorf("ParseRef(%q) accepted", in)
+		}
+	}
+}
+
+// render(t)(Sweep(...)) is the SVG of the plot, failing t on an error.
+func render(t *testing.T) func(*gplot.Plot, error) string {
+	return func(p *gplot.Plot, err error) string {
+		t.Helper()
+		return svgOf(t, p, err)
+	}
+}
+
+func TestTablePlotAndBars(t *testing.T) {
+	r := &report.Result{Scenario: "x", Tables: []report.Table{{
+		Name: "fragsize", Title: "frag", KeyName: "rate/fragment",
+		Columns: []report.Column{{Name: "goodput", Unit: "Gbps"}},
+		Rows: []report.Row{
+			{Key: "25G/512B", Values: []float64{11}}, {Key: "25G/4096B", Values: []float64{20}},
+			{Key: "100G/512B", Values: []float64{13}}, {Key: "100G/4096B", Values: []float64{55}},
+		},
+	}}}
+	s := render(t)(Sweep(r, "fragment", []string{"goodput_gbps"}, Options{Table: "fragsize"}))
+	for _, want := range []string{"rate=25G", "rate=100G", "4096B"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table plot lacks %q", want)
+		}
+	}
+	sw := &report.Result{Scenario: "x", Tables: []report.Table{{
+		Name: "sweep", Title: "s", KeyName: "point", Params: []string{"workload.window"},
+		Columns: []report.Column{{Name: "victim/goodput", Unit: "Gbps"}},
+		Rows: []report.Row{
+			{Key: "workload.window=none", Values: []float64{1}}, {Key: "workload.window=4KiB", Values: []float64{2}},
+			{Key: "workload.window=8KiB", Values: []float64{2}}, {Key: "workload.window=16KiB", Values: []float64{2}},
+		},
+	}}}
+	p, err := Bars(sw, "sweep", "victim/goodput", Options{})
+	s = svgOf(t, p, err)
+	if strings.Contains(s, ">workload.window=none<") || !strings.Contains(s, ">none<") || p.X.Tick.Label.Rotation != 0 {
+		t.Errorf("one-key sweep bars: want the values as labels, unrotated")
+	}
+	long := make([]string, 8)
+	for i := range long {
+		long[i] = "a-rather-long-bar-label-" + string(rune('a'+i))
+	}
+	if !labelsCollide(p, long) || labelsCollide(p, []string{"none", "4KiB"}) {
+		t.Errorf("labelsCollide misjudges")
+	}
+}
+
+func TestPDF(t *testing.T) {
+	_, search, _ := fixtures(t)
+	p, err := Sweep(search, "", nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := t.TempDir() + "/x.pdf"
+	if err := Save(p, f, DefaultWidth, DefaultHeight); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil || !bytes.HasPrefix(b, []byte("%PDF-")) {
+		t.Errorf("x.pdf: %v, starts %q", err, b[:min(len(b), 8)])
 	}
 }

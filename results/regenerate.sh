@@ -52,11 +52,24 @@ go run ./cmd/besim sweep -q --set workload.rpc=false,true --metrics "$R" -o resu
 go run ./cmd/besim sweep -q --set workload.rpc.request_timeout=300us,1ms,40ms \
 	--metrics user/count,user/p50,user/p99,fetch/p99,push/p99,iteration/count,rpc/calls,rpc/timeouts,rpc/retries,rpc/failed,rpc/stale,user/failed \
 	-o results/ps-rpc/request_timeout.json ps-cluster
+# Plots (PNG and SVG; besim plot writes PDF too, by the extension, but a
+# PDF carries its creation time and is not committed). Table 4 with the
+# paper's values as reference points (results/table4/paper.csv).
 for ext in png svg; do
-	go run ./cmd/besim plot --x workload.window --y largest -title "Table 4 (model): servers before PFC by send window" \
+	go run ./cmd/besim plot --x workload.window --y largest --ylabel "servers before the first PFC pause" \
+		--ref-file results/table4/paper.csv -title "Table 4: servers before PFC by send window (model and paper)" \
 		-o "results/table4/servers_before_pfc.$ext" results/table4/search.json
-	go run ./cmd/besim plot --x workload.spines --y largest -title "Table 4 (model): servers before PFC by spine count and window" \
+	go run ./cmd/besim plot --x workload.spines --y largest --ylabel "servers before the first PFC pause" \
+		-title "Table 4 (model): servers before PFC by spine count and window" \
 		-o "results/table4/spines.$ext" results/table4/spines.json
+	# Figure 10: goodput against the fragment size, one line per link rate
+	go run ./cmd/besim plot --table fragsize --x fragment --y goodput -title "Figure 10 (model): goodput by fragment size, 1 MiB messages" \
+		-o "results/fig10/goodput.$ext" results/fig10/result.json
+	# Figure 13: the small message's latency (P50 and P99) against the number
+	# of large flows, fragmented and whole (log y: three orders of magnitude)
+	go run ./cmd/besim plot --table hol --x "large flows" --y P50 --y P99 --log-y --ymin 1 \
+		-title "Figure 13 (model): 512 B message latency beside large flows" \
+		-o "results/fig13/latency.$ext" results/fig13/result.json
 done
 
 if [ "${PRODUCTION:-0}" = 1 ]; then

@@ -198,6 +198,9 @@ type DCQCN struct {
 	HAIRate      Rate      `yaml:"hai_rate"`      // R_HAI: hyper-increase step
 	MinRate      Rate      `yaml:"min_rate"`      // floor of the current rate
 	CNPInterval  *Duration `yaml:"cnp_interval"`  // N: at most one CNP per QP per interval (0: every marked packet)
+	// DecreasePeriod: at most one rate decrease per period (0: every CNP,
+	// the paper; ConnectX: rate_reduce_monitor_period 4us).
+	DecreasePeriod *Duration `yaml:"decrease_period,omitempty"`
 }
 
 // BenchmarkKind selects a benchmark.

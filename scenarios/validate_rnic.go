@@ -183,6 +183,7 @@ func (v *validator) dcqcn() {
 		v.bad(p+".min_rate", "%s is above the link rate %s", c.MinRate, lo)
 	}
 	v.nonNegative(p+".cnp_interval", c.CNPInterval)
+	v.nonNegative(p+".decrease_period", c.DecreasePeriod)
 }
 
 // flowTransport checks the transport keys of flow f at path p.

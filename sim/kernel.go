@@ -53,9 +53,10 @@ type Kernel struct {
 	handlers []Handler
 	ids      map[Handler]HandlerID
 
-	n       int
-	events  uint64
-	stopped bool
+	n         int
+	events    uint64
+	published uint64 // events at the last publish (progress.go)
+	stopped   bool
 }
 
 const (
@@ -249,6 +250,9 @@ func (k *Kernel) step(until Time) bool {
 	}
 	k.now = e.at
 	k.events++
+	if k.events&(progressEvery-1) == 0 {
+		k.publish()
+	}
 	k.handlers[e.hid].OnEvent(e.at, e.tag)
 	return true
 }

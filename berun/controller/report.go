@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/besim/besim/berun/counters"
 	"github.com/besim/besim/berun/role"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/report"
+	"github.com/besim/besim/workloads/fragsize"
 	"github.com/besim/besim/workloads/perftest"
 )
 
@@ -21,7 +23,8 @@ import (
 // client/ and server/ goodput in Gbps); incast runs besim's incast-pull
 // names (pull/ count and latency in us, worker/ and victim/ goodput);
 // perftest runs besim's table2 names (perftest/RATE/MTU/TRANSPORT/gbps,
-// keyed by the hosts' link); failover runs besim's failover/ names
+// keyed by the hosts' link); fragsize runs besim's fig10 names
+// (fragsize/RATE/SIZE/gbps, fragsizeReport); failover runs besim's failover/ names
 // (failoverReport); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
 // and nak/ totals, and where they did not a note says so instead of a zero.
@@ -31,6 +34,7 @@ func Report(rf *ResultFile) *report.Result {
 	psReport(r, rf)
 	incastReport(r, rf)
 	perftestReport(r, rf)
+	fragsizeReport(r, rf)
 	failoverReport(r, rf)
 	counterTotals(r, rf)
 	for _, h := range rf.Hosts {
@@ -223,6 +227,50 @@ func perftestReport(r *report.Result, rf *ResultFile) {
 			if len(tbl.Rows) > 0 {
 				r.Tables = append(r.Tables, tbl)
 			}
+		}
+	}
+}
+
+// fragsizeReport reduces a fragsize-receiver's per-fragment goodput to
+// besim's fig10 names, fragsize/RATE/SIZE/gbps, RATE the link's (the
+// receiver's port's active rate, or its rate parameter), and a table.
+// besim's efficiency (goodput over its NIC model's payload line rate) has
+// no hardware counterpart here.
+func fragsizeReport(r *report.Result, rf *ResultFile) {
+	for _, h := range rf.Hosts {
+		for _, ro := range h.Roles {
+			if ro.Role != "fragsize-receiver" {
+				continue
+			}
+			type pt struct {
+				size int
+				key  string
+			}
+			var pts []pt
+			for k := range ro.Metrics {
+				if sz, ok := strings.CutPrefix(k, "gbps/"); ok {
+					if n, err := strconv.Atoi(strings.TrimSuffix(sz, "B")); err == nil {
+						pts = append(pts, pt{n, sz})
+					}
+				}
+			}
+			if len(pts) == 0 || ro.Metrics["rate_bps"] <= 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: no fragsize measurements in its result (%s)", ro.ID, ro.Status))
+				continue
+			}
+			sort.Slice(pts, func(i, j int) bool { return pts[i].size < pts[j].size })
+			rate := fragsize.RateKey(int64(ro.Metrics["rate_bps"]))
+			tbl := report.Table{Name: "fragsize", KeyName: "rate/fragment",
+				Title:   fmt.Sprintf("Goodput of one engine against the fragment size between two real hosts (%s, receiver %s)", rate, h.Name),
+				Columns: []report.Column{{Name: "goodput", Unit: "Gbps"}, {Name: "messages"}}}
+			for _, p := range pts {
+				key := rate + "/" + p.key
+				g := ro.Metrics["gbps/"+p.key]
+				r.Add("fragsize/"+key+"/gbps", g, "Gbps")
+				tbl.AddRow(key, g, ro.Metrics["messages/"+p.key])
+			}
+			r.Tables = append(r.Tables, tbl)
+			r.Notes = append(r.Notes, fmt.Sprintf("fragsize: the receiver's message bytes in each fragment size's measured interval of %gs, on a %s link", ro.Metrics["measure_s"], rate))
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/besim/besim/berun/wire"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/workloads/fragsize"
 )
 
 // psKinds are the scenario roles a host may be restricted to (ps_roles):
@@ -18,7 +19,8 @@ import (
 var psKinds = []string{"server", "ranker", "trainer", "worker", "client"}
 
 // FromScenario turns a besim scenario with a ps-cluster, incast-pull or
-// failover workload, or a perftest benchmark (perftestPlan), into a run
+// failover workload, or a perftest or fragsize benchmark (perftestPlan,
+// fragsizePlan), into a run
 // plan, so that the file besim simulates is the file berun replays (see
 // psPlan, incastPlan and failoverPlan for the instances). Instances
 // go round-robin, in hosts-file order, over the hosts whose ps_roles allow
@@ -36,6 +38,9 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.Perftest {
 		return perftestPlan(file, data, s, hs, dur)
 	}
+	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.Fragsize {
+		return fragsizePlan(file, data, s, hs, dur)
+	}
 	w := s.Workload
 	if w == nil || w.Kind != scenarios.PSCluster && w.Kind != scenarios.IncastPull && w.Kind != scenarios.Failover {
 		kind := "flows"
@@ -45,7 +50,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads and perftest benchmarks; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads and perftest and fragsize benchmarks; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -276,5 +281,36 @@ func failoverPlan(p *Plan, file string, s *scenarios.Scenario, hs *Hosts) (*Plan
 		p.Roles = append(p.Roles, RoleEntry{ID: "client" + strconv.Itoa(i), Role: "failover-client", Host: take["client"][i%len(take["client"])],
 			Peers: servers, Params: map[string]string{"index": strconv.Itoa(i), "fault_at": crash.String(), "crashed": strconv.Itoa(crashHost)}})
 	}
+	return p, nil
+}
+
+// fragsizePlan: a fragsize benchmark (Figure 10) runs between the first
+// two hosts of the hosts file, fragsize-sender on the first and
+// fragsize-receiver on the second (ps_roles do not apply), always over
+// verbs. The fragment sizes run one after the other (fragsize.Sweep): the
+// scenario's duration (or dur) is each one's measured interval, after the
+// benchmark's warmup, with a tenth of each slot to drain. The hosts' link
+// is one rate: the receiver reads its port's, which names the point in
+// besim's metrics.
+func fragsizePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	if len(hs.Hosts) < 2 {
+		return nil, fmt.Errorf("%s: a fragsize benchmark runs between two hosts; the hosts file has %d", file, len(hs.Hosts))
+	}
+	b := s.Benchmark
+	measure := s.Duration.Time()
+	if dur > 0 {
+		measure = sim.Time(dur.Nanoseconds()) * sim.Nanosecond
+	}
+	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
+	p.Dur = time.Duration(fragsize.SweepDuration(len(b.Fragments), b.Warmup.Time(), measure) / sim.Nanosecond)
+	if measure <= 0 || p.Dur > wire.MaxDuration {
+		return nil, fmt.Errorf("%s: a measured interval of %v for each of %d fragment sizes (with the warmup %v and the drain, %v): want more than 0 and at most %v in all (use --duration)",
+			file, measure, len(b.Fragments), b.Warmup, p.Dur, wire.MaxDuration)
+	}
+	p.Duration = p.Dur.String()
+	sender, receiver := hs.Hosts[0].Name, hs.Hosts[1].Name
+	p.Roles = append(p.Roles,
+		RoleEntry{ID: "fragsize-receiver", Role: "fragsize-receiver", Host: receiver, Params: map[string]string{}},
+		RoleEntry{ID: "fragsize-sender", Role: "fragsize-sender", Host: sender, Peers: []string{"fragsize-receiver"}, Params: map[string]string{}})
 	return p, nil
 }

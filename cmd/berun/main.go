@@ -199,7 +199,9 @@ become tcp-bulk pairs; a failover's host crash closes that server's endpoint,
 other faults are refused; --duration sets the load time), or a perftest benchmark (table2: perftest-client on the
 first host, perftest-server on the second, always over verbs, each transport at
 the hosts' link rate and MTU; --duration sets each transport's measured interval),
-or a berun role plan:
+or a fragsize benchmark (fig10: fragsize-sender on the first host, fragsize-receiver
+on the second, over verbs, one slot per fragment size; --duration sets each
+slot's measured interval), or a berun role plan:
   name: tcp-baseline
   duration: 10s
   roles:
@@ -345,9 +347,10 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 	return p, nil
 }
 
-// perftestTransport refuses an explicit --transport tcp for a perftest
-// benchmark: its roles measure the RDMA device's RC and UD transports and
-// have no kernel-TCP form (the flag's default, and verbs, are accepted).
+// perftestTransport refuses an explicit --transport tcp for a perftest or
+// fragsize benchmark: their roles measure the RDMA device (RC and UD, or
+// the core's fragments) and have no kernel-TCP form (the flag's default,
+// and verbs, are accepted).
 func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 	if !explicit || transport != "tcp" {
 		return nil
@@ -355,6 +358,9 @@ func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 	for _, r := range p.Roles {
 		if strings.HasPrefix(r.Role, "perftest-") {
 			return fmt.Errorf("%s: --transport tcp: a perftest benchmark measures the RDMA device's RC and UD transports and always runs over verbs (drop the flag)", p.File)
+		}
+		if strings.HasPrefix(r.Role, "fragsize-") {
+			return fmt.Errorf("%s: --transport tcp: a fragsize benchmark measures the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)
 		}
 	}
 	return nil

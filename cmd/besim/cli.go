@@ -37,7 +37,8 @@ func init() {
 		{name: "run", args: "[SCENARIO]", short: "simulate a scenario (a file or an embedded name; default " + scenarios.Default + ")",
 			long: "Simulates one scenario and prints its summary; writes result.json (with provenance: format, tool version,\n" +
 				"revision, scenario digest, resolved scenario) and one CSV per table into the output folder.\n" +
-				"--set overrides one key of the scenario (the sweep's KEY=VALUE syntax, one value).",
+				"--set overrides one key of the scenario (the sweep's KEY=VALUE syntax, one value). On a terminal (or\n" +
+				"with --progress) a line on stderr every 2s says how far the run is: virtual time, events/s, time left.",
 			example: "besim run --seed 7 --set fabric.switch.buffer=2MiB --out /tmp/x incast",
 			run:     cmdRun},
 		{name: "validate", args: "SCENARIO|-", short: "check a scenario and explain derived thresholds",
@@ -66,13 +67,24 @@ func init() {
 		{name: "merge", args: "SHARD.json... -o OUT.json", short: "merge sharded sweep results into the full one",
 			long:    "Merges the partial files of a sharded sweep; the result is byte-identical to an unsharded run.",
 			example: "besim merge out/incast/sweep-shard-*.json -o /tmp/s.json", run: cmdMerge},
-		{name: "plot", args: "RESULT.json -o OUT.png|OUT.svg", short: "plot a sweep (--x --y), time series, CDFs or bars",
-			long:    "Plots a result: a sweep or search (--x KEY --y METRIC), time series, CDFs of histograms, or bars.",
-			example: "besim plot /tmp/s.json --x fabric.switch.buffer --y pfc/frames_tx -o /tmp/s.svg", run: cmdPlot},
+		{name: "plot", args: "RESULT.json -o OUT.png|OUT.svg|OUT.pdf", short: "plot a sweep (--x --y), time series, CDFs or bars",
+			long: "Plots a result: a sweep or search (--x KEY --y METRIC, --y repeatable: one line per metric), a run's\n" +
+				"table (--table NAME --x PART --y COLUMN), time series, CDFs of histograms, or bars. The format follows\n" +
+				"the file's extension. The y axis starts at zero when no value is negative (--ymin, --log-y change it);\n" +
+				"--ref and --ref-file add reference points, e.g. a paper's values.",
+			example: "besim plot /tmp/s.json --x fabric.switch.buffer --y pfc/frames_tx --y pfc/host_paused -o /tmp/s.pdf\n" +
+				"besim plot results/table4/search.json --ref 'paper=4KiB:1218,8KiB:567,16KiB:273,none:63' -o /tmp/t4.svg",
+			run: cmdPlot},
 		{name: "compare", args: "A.json B.json", short: "put the metrics of two results side by side",
 			long: "Sets the metrics two results share side by side with their ratio (a simulated run and a berun\n" +
 				"hardware run, or two versions). Reads this format and version 1 files.",
 			example: "besim compare a/result.json b/result.json", run: cmdCompare},
+		{name: "schema", short: "print the JSON Schema of scenario files (for editors)",
+			long: "Prints a JSON Schema (draft 2020-12) of the scenario format, generated from the Go types: every key,\n" +
+				"its type, the values of enumerations. It is committed as scenarios/schema.json; point an editor's\n" +
+				"YAML support at it (a first line `# yaml-language-server: $schema=PATH/schema.json`). Structural\n" +
+				"only: `besim validate` checks the rest.",
+			example: "besim schema > scenarios/schema.json", run: cmdSchema},
 		{name: "version", short: "print the version and VCS revision of this build",
 			long:    "Prints the module version and VCS revision from the build information (unknown under go run).",
 			example: "besim version", run: cmdVersion},

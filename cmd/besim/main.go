@@ -19,6 +19,7 @@ import (
 
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
 	_ "github.com/besim/besim/workloads/all" // every scenario kind
 )
 
@@ -200,7 +201,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	var sets multiFlag
 	fs.Var(&sets, "set", "override one key: `KEY=VALUE` (the sweep's key syntax, e.g. fabric.switch.buffer=2MiB; repeatable)")
 	out := fs.String("out", "", "output folder (default: the scenario's outputs.dir, else out/NAME)")
-	quiet := fs.Bool("q", false, "do not print the summary")
+	quiet := fs.Bool("q", false, "do not print the summary (nor progress on a terminal)")
+	progress := fs.Bool("progress", false, "print progress to stderr every 2s of wall time (virtual time reached, events/s,\ntime left); the default when stderr is a terminal, unless -q")
 	memLimit := memoryFlag(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -217,7 +219,19 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	term := isTerminal(stderr) && os.Getenv("CI") == ""
+	stopProgress := func() {}
+	if *progress || term && !*quiet {
+		// A flow scenario ends at its duration; a workload sets up and
+		// warms up first, a benchmark runs many kernels: no known end.
+		var end sim.Time
+		if s.Workload == nil && s.Benchmark == nil {
+			end = s.Duration.Time()
+		}
+		stopProgress = startProgress(stderr, end, term)
+	}
 	res, runErr := x.Run()
+	stopProgress()
 	if res == nil {
 		return runErr
 	}

@@ -127,6 +127,11 @@ func TestPlotAndCompareCommands(t *testing.T) {
 		{res, "--series", "queue/"},
 		{res, "--bar", "flows:goodput"},
 		{res, "--cdf", "queue/sw0->h16/3"},
+		{sw, "--x", "fabric.switch.buffer", "--y", "pfc/frames_tx", "--y", "flow/victim/goodput", "--ref", "r=1MiB:3,4MiB:5"},
+		// the committed Table 4, Figure 10 and 13 plots (results/regenerate.sh)
+		{"../../results/table4/search.json", "--x", "workload.window", "--y", "largest", "--ref-file", "../../results/table4/paper.csv"},
+		{"../../results/fig10/result.json", "--table", "fragsize", "--x", "fragment", "--y", "goodput"},
+		{"../../results/fig13/result.json", "--table", "hol", "--x", "large flows", "--y", "P50,P99", "--log-y", "--ymin", "1"},
 	} {
 		var svgs [][]byte
 		for i := range 2 {
@@ -180,6 +185,11 @@ func TestSweepCommandErrors(t *testing.T) {
 		{[]string{"merge", dir + "/none.json"}, 1, "no such file"},
 		{[]string{"plot", "x.json"}, 2, "usage: besim plot"},
 		{[]string{"plot", "--bar", "a:b", "--series", "q", "-o", dir + "/p.svg", "x.json"}, 1, "one kind at a time"},
+		{[]string{"plot", "--ref", "paper", "-o", dir + "/p.svg", "x.json"}, 1, `--ref: plot: reference "paper": want LABEL=X1:Y1,X2:Y2`},
+		{[]string{"plot", "--ymin", "low", "-o", dir + "/p.svg", "x.json"}, 1, "--ymin low: want a finite number"},
+		{[]string{"plot", "--cdf", "all", "--log-y", "-o", dir + "/p.svg", "x.json"}, 1, "do not apply to --cdf"},
+		{[]string{"plot", "--bar", "a:b", "--ref", "p=1:2", "-o", dir + "/p.svg", "x.json"}, 1, "--ref and --ref-file apply to sweep and table line plots"},
+		{[]string{"plot", "--ref-file", dir + "/none.csv", "-o", dir + "/p.svg", "x.json"}, 1, "no such file"},
 		{[]string{"compare", "a.json"}, 2, "usage: besim compare"},
 	}
 	for _, tc := range tests {

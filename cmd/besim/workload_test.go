@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,5 +25,17 @@ func TestWorkloadSearchCommand(t *testing.T) {
 				t.Errorf("no crossing inside [1, 64]: %q", line)
 			}
 		}
+	}
+}
+
+// TestSchemaCommand: besim schema prints the committed scenarios/schema.json.
+func TestSchemaCommand(t *testing.T) {
+	out, _ := besim(t, "schema")
+	want, err := os.ReadFile("../../scenarios/schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("besim schema differs from scenarios/schema.json (regenerate: go run ./cmd/besim schema > scenarios/schema.json)")
 	}
 }

@@ -34,11 +34,12 @@ var Models = []string{"sim", "pfc", "fabric", "dcqcn", "rnic", "tcpsim", "simhos
 var SimModels = []string{"pfc", "fabric", "dcqcn", "rnic", "tcpsim", "simhost", "faults"}
 
 // SimFree are the workload packages berun can use: no simulator model.
-var SimFree = []string{"workloads", "workloads/app", "workloads/failover", "workloads/ps", "workloads/incast", "workloads/perftest"}
+var SimFree = []string{"workloads", "workloads/app", "workloads/failover", "workloads/ps", "workloads/incast", "workloads/perftest",
+	"workloads/fragsize", "workloads/hol", "workloads/msgrate"}
 
 // Drivers are the workload packages that drive the simulator.
-var Drivers = []string{"workloads/all", "workloads/failover/failoversim", "workloads/flows", "workloads/fragsize",
-	"workloads/hol", "workloads/incast/incastsim", "workloads/msgrate", "workloads/perftest/perftestsim", "workloads/ps/pssim",
+var Drivers = []string{"workloads/all", "workloads/failover/failoversim", "workloads/flows", "workloads/fragsize/fragsizesim",
+	"workloads/hol/holsim", "workloads/incast/incastsim", "workloads/msgrate/msgratesim", "workloads/perftest/perftestsim", "workloads/ps/pssim",
 	"workloads/internal/simrun", "workloads/internal/wltest"}
 
 // Graph maps a package (path relative to Module, or a standard library

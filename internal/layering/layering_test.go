@@ -29,7 +29,8 @@ func TestRepository(t *testing.T) {
 			g[f[0]] = f[1:]
 		}
 	}
-	for _, p := range []string{"cmd/berun", "byteexpress", "simhost", "workloads/ps", "workloads/ps/pssim", "workloads/perftest", "workloads/perftest/perftestsim", "workloads/failover", "workloads/failover/failoversim"} {
+	for _, p := range []string{"cmd/berun", "byteexpress", "simhost", "workloads/ps", "workloads/ps/pssim", "workloads/perftest", "workloads/perftest/perftestsim", "workloads/failover", "workloads/failover/failoversim",
+		"workloads/fragsize", "workloads/fragsize/fragsizesim", "workloads/hol", "workloads/hol/holsim", "workloads/msgrate", "workloads/msgrate/msgratesim"} {
 		if _, ok := g[Module+p]; !ok {
 			t.Fatalf("go list has no %s: the rules check nothing", p)
 		}
@@ -68,6 +69,12 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		Module + "workloads/perftest/perftestsim": m("workloads/perftest", "rnic", "experiment"),
 		Module + "workloads/failover":             m("sim", "scenarios", "byteexpress/rpc", "report"),
 		Module + "workloads/failover/failoversim": m("workloads/failover", "simhost", "faults", "tcpsim", "experiment"),
+		Module + "workloads/fragsize":             m("sim", "scenarios", "report"),
+		Module + "workloads/fragsize/fragsizesim": m("workloads/fragsize", "simhost", "rnic", "experiment"),
+		Module + "workloads/hol":                  m("sim", "scenarios", "report", "workloads/fragsize"),
+		Module + "workloads/hol/holsim":           m("workloads/hol", "workloads/fragsize/fragsizesim", "simhost", "experiment"),
+		Module + "workloads/msgrate":              m("sim", "scenarios", "report"),
+		Module + "workloads/msgrate/msgratesim":   m("workloads/msgrate", "rnic", "experiment"),
 	}
 	if v := Check(clean); len(v) != 0 {
 		t.Fatalf("clean graph: %v", v)
@@ -91,6 +98,14 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		{"workloads/failover", "faults", "simulator-free workload package"},
 		{"workloads/failover", "tcpsim", "simulator-free workload package"},
 		{"cmd/berun", "workloads/failover/failoversim", "berun runs on real hosts"},
+		{"workloads/fragsize", "simhost", "simulator-free workload package"},
+		{"workloads/fragsize", "rnic", "simulator-free workload package"},
+		{"workloads/hol", "simhost", "simulator-free workload package"},
+		{"workloads/hol", "experiment", "simulator-free workload package"},
+		{"berun/role", "workloads/fragsize/fragsizesim", "berun runs on real hosts"},
+		{"cmd/berun", "workloads/hol/holsim", "berun runs on real hosts"},
+		{"workloads/msgrate", "rnic", "simulator-free workload package"},
+		{"cmd/berun", "workloads/msgrate/msgratesim", "berun runs on real hosts"},
 	} {
 		g := Graph{}
 		for k, v := range clean {

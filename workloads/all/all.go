@@ -7,10 +7,10 @@ package all
 import (
 	_ "github.com/besim/besim/workloads/failover/failoversim" // workload failover (§7.2)
 	_ "github.com/besim/besim/workloads/flows"                // flow scenarios (raw, rc, ud)
-	_ "github.com/besim/besim/workloads/fragsize"             // benchmark fragsize (Figure 10)
-	_ "github.com/besim/besim/workloads/hol"                  // benchmark hol (Figure 13)
+	_ "github.com/besim/besim/workloads/fragsize/fragsizesim" // benchmark fragsize (Figure 10)
+	_ "github.com/besim/besim/workloads/hol/holsim"           // benchmark hol (Figure 13)
 	_ "github.com/besim/besim/workloads/incast/incastsim"     // workload incast-pull (Table 4, Figures 14-15)
-	_ "github.com/besim/besim/workloads/msgrate"              // benchmark msgrate (Figure 11)
+	_ "github.com/besim/besim/workloads/msgrate/msgratesim"   // benchmark msgrate (Figure 11)
 	_ "github.com/besim/besim/workloads/perftest/perftestsim" // benchmark perftest (Table 2)
 	_ "github.com/besim/besim/workloads/ps/pssim"             // workload ps-cluster (§2.1, Tables 5-7)
 )

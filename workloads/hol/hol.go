@@ -6,22 +6,20 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/besim/besim/byteexpress"
-	"github.com/besim/besim/fabric"
-	"github.com/besim/besim/rnic"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
-	"github.com/besim/besim/simhost"
 )
 
-// Config is the paper's Figure 13 experiment (§6.1, scheduling
-// head-of-line blocking): one engine between two hosts carries a small flow
-// (a SmallSize-byte message every Interval) and 0..8 large flows (LargeSize
-// messages back to back, LargeWindow outstanding per flow, each answered
-// with a 32-byte response), with fragmentation (FragSize) or without
-// (fragment size = LargeSize). Zero fields take the defaults named.
+// Config is the paper's Figure 13 workload: one engine between two hosts
+// carries a small flow (a SmallSize-byte message every Interval) and
+// 0..8 large flows (LargeSize messages back to back, LargeWindow
+// outstanding per flow, each answered with a 32-byte response), with
+// fragmentation (FragSize) or without (fragment size = LargeSize). The
+// link delay, NIC, CPU and core configuration are the runner's (package
+// holsim for besim). Zero fields take the defaults named.
 type Config struct {
 	Rate        int64    // link rate; default 25 Gb/s (the paper's production NICs)
-	LinkDelay   sim.Time // one-way per link; default 250 ns (two hosts on one ToR)
 	MTU         int      // default 1024
 	LargeFlows  []int    // default 0, 1, 2, 4, 8
 	SmallSize   int      // default 512 B
@@ -32,33 +30,15 @@ type Config struct {
 	// Warmup is excluded from the statistics (default 2 ms); Measure is the
 	// measurement window (default 20 ms).
 	Warmup, Measure sim.Time
-	NIC             rnic.Config        // default rnic.DefaultConfig()
-	CPU             simhost.CPUCost    // default simhost.DefaultCPUCost()
-	BE              byteexpress.Config // core config (FragSize is set per point)
 }
 
-// Point is the small flow's one-way latency (application Send to the
-// receiver's EvMessage) for one setting.
-type Point struct {
-	LargeFlows int
-	Fragmented bool
-	FragSize   int
-	MeanUs     float64
-	P50Us      float64
-	P99Us      float64
-	Samples    int
-	LargeGbps  float64 // the large flows' goodput at the receiver, over the window
-}
-
-func (c *Config) defaults() {
+// Prepare applies the defaults and checks c.
+func (c *Config) Prepare() error {
 	if c.Rate == 0 {
-		c.Rate = 25 * fabric.Gbps
-	}
-	if c.LinkDelay == 0 {
-		c.LinkDelay = simhost.DefaultTestbedLinkDelay
+		c.Rate = 25 * int64(scenarios.Gbps)
 	}
 	if c.MTU == 0 {
-		c.MTU = fabric.DefaultMTU
+		c.MTU = 1024
 	}
 	if len(c.LargeFlows) == 0 {
 		c.LargeFlows = []int{0, 1, 2, 4, 8}
@@ -84,154 +64,118 @@ func (c *Config) defaults() {
 	if c.Measure == 0 {
 		c.Measure = 20 * sim.Millisecond
 	}
-	if c.NIC.PortMTU == 0 {
-		c.NIC = rnic.DefaultConfig()
-	}
-}
-
-// Run runs every (large-flow count, with/without fragmentation) setting,
-// flow counts outer, fragmented first, and returns the points in that order.
-func Run(cfg Config) ([]Point, error) {
-	cfg.defaults()
 	switch {
-	case cfg.SmallSize < 16:
-		return nil, errors.New("hol: needs SmallSize >= 16 (the payload carries a sequence number and send time)")
-	case cfg.LargeSize <= cfg.SmallSize:
-		return nil, errors.New("hol: needs LargeSize > SmallSize")
-	case cfg.Interval <= 0 || cfg.LargeWindow < 1:
-		return nil, errors.New("hol: needs a positive Interval and LargeWindow")
+	case c.SmallSize < HeaderSize:
+		return fmt.Errorf("hol: needs SmallSize >= %d (the payload carries a sequence number and send time)", HeaderSize)
+	case c.LargeSize <= c.SmallSize:
+		return errors.New("hol: needs LargeSize > SmallSize")
+	case c.Interval <= 0 || c.LargeWindow < 1:
+		return errors.New("hol: needs a positive Interval and LargeWindow")
 	}
-	var out []Point
-	for _, n := range cfg.LargeFlows {
-		for _, frag := range []bool{true, false} {
-			p, err := point(&cfg, n, frag)
-			if err != nil {
-				return out, fmt.Errorf("hol: with %d large flows (fragmented %v): %w", n, frag, err)
-			}
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return nil
 }
 
-func point(cfg *Config, n int, frag bool) (Point, error) {
-	sc := simhost.DefaultConfig(2)
-	sc.Fabric.HostLink = fabric.LinkConfig{Rate: cfg.Rate, Delay: cfg.LinkDelay}
-	sc.Fabric.MTU = cfg.MTU
-	sc.NIC = cfg.NIC
-	sc.CPU = cfg.CPU
-	sc.BE = cfg.BE
-	fs := cfg.FragSize
-	if !frag {
-		fs = cfg.LargeSize
-	}
-	sc.BE.FragSize = fs
-	c, err := simhost.New(sc)
-	if err != nil {
-		return Point{}, err
-	}
-	a, b := c.Host(0), c.Host(1)
-	end := cfg.Warmup + cfg.Measure
-	lat := &latencyRecv{size: cfg.SmallSize, from: cfg.Warmup, to: end}
-	rx := simhost.NewBulkReceiver(cfg.LargeSize, 32, cfg.Warmup, end, lat)
-	b.SetApp(rx)
-	b.Listen()
-	small, err := a.Dial(b)
-	if err != nil {
-		return Point{}, err
-	}
-	tx := simhost.NewBulkSender(cfg.LargeSize, cfg.LargeWindow)
-	for range n {
-		s, err := a.Dial(b)
-		if err != nil {
-			return Point{}, err
-		}
-		tx.AddSocket(s)
-	}
-	a.SetApp(tx)
-	tx.Start(a)
-	gen := &periodicSender{h: a, sock: small, size: cfg.SmallSize, every: cfg.Interval, until: end}
-	gen.timer.Init(c.Kernel(), gen, 0)
-	gen.timer.Set(c.Kernel().Now())
-	c.Run(end)
-	// Let messages sent inside the window arrive, so slow ones count.
-	c.Run(end + cfg.Measure)
-	p := Point{LargeFlows: n, Fragmented: frag, FragSize: fs, Samples: len(lat.samples),
-		LargeGbps: float64(rx.Bytes()) * 8 / cfg.Measure.Seconds() / 1e9}
-	p.MeanUs, p.P50Us, p.P99Us = latencyStats(lat.samples)
-	err = errors.Join(tx.Err(), rx.Err(), gen.err, lat.err, c.Err())
-	if cerr := c.Close(); err == nil {
-		err = cerr
-	}
-	return p, err
+// Settings are the fragment sizes of the two settings of a point,
+// fragmented first: FragSize, and LargeSize (whole messages).
+func (c *Config) Settings() [2]int { return [2]int{c.FragSize, c.LargeSize} }
+
+// FromScenario translates a benchmark scenario of kind hol (no defaults
+// applied).
+func FromScenario(s *scenarios.Scenario) Config {
+	b := s.Benchmark
+	return Config{Rate: int64(b.Rate), LargeFlows: append([]int(nil), b.LargeFlows...),
+		SmallSize: int(b.Message), Interval: b.Interval.Time(), LargeSize: int(b.LargeMessage), LargeWindow: b.Depth,
+		FragSize: int(b.Fragment), Warmup: b.Warmup.Time(), Measure: s.Duration.Time()}
 }
 
-// periodicSender sends a size-byte message on sock every period, carrying
-// its sequence number and send instant (sim.Time) in the first 16 bytes.
-type periodicSender struct {
-	h     *simhost.Host
-	sock  *byteexpress.Socket
-	size  int
-	every sim.Time
-	until sim.Time
-	seq   uint64
-	timer sim.Timer
-	err   error
+// Point is the small flow's one-way latency (application Send to the
+// receiver's message event) for one setting.
+type Point struct {
+	LargeFlows int
+	Fragmented bool
+	FragSize   int
+	MeanUs     float64
+	P50Us      float64
+	P99Us      float64
+	Samples    int
+	LargeGbps  float64 // the large flows' goodput at the receiver, over the window
 }
 
-func (g *periodicSender) OnEvent(now sim.Time, _ uint64) {
-	if now >= g.until {
-		return
+// HeaderSize is the small message's header: sequence number (8 bytes,
+// little endian) | send time (8, the runner's clock).
+const HeaderSize = 16
+
+// Header is the small message's header.
+type Header struct {
+	Seq  uint64
+	Sent sim.Time
+}
+
+// Put writes h into the first HeaderSize bytes of p.
+func (h Header) Put(p []byte) {
+	_ = p[HeaderSize-1]
+	binary.LittleEndian.PutUint64(p[0:], h.Seq)
+	binary.LittleEndian.PutUint64(p[8:], uint64(h.Sent))
+}
+
+// ParseHeader reads the header at the start of p.
+func ParseHeader(p []byte) (Header, error) {
+	if len(p) < HeaderSize {
+		return Header{}, fmt.Errorf("message of %d bytes, a header needs %d", len(p), HeaderSize)
 	}
-	g.timer.Set(now + g.every)
-	if crashed, _ := g.h.Crashed(); crashed {
-		return
+	return Header{Seq: binary.LittleEndian.Uint64(p[0:]), Sent: sim.Time(binary.LittleEndian.Uint64(p[8:]))}, nil
+}
+
+// SmallSender is the small flow's sender: a message every Every until
+// Until, each carrying its sequence number and send instant. Not safe for
+// concurrent use.
+type SmallSender struct {
+	Every, Until sim.Time
+	seq          uint64
+}
+
+// Tick is the sender's timer at now: send reports whether to send a
+// message with header h, and rearm whether to set the timer again for
+// next.
+func (g *SmallSender) Tick(now sim.Time) (send bool, h Header, rearm bool, next sim.Time) {
+	if now >= g.Until {
+		return false, Header{}, false, 0
 	}
-	buf, err := g.h.Allocate(g.size)
-	if err != nil {
-		g.err = err
-		return
-	}
-	p := buf.Bytes()
-	binary.LittleEndian.PutUint64(p[0:], g.seq)
-	binary.LittleEndian.PutUint64(p[8:], uint64(now))
+	h = Header{Seq: g.seq, Sent: now}
 	g.seq++
-	if err := g.sock.Send(buf, g.size); err != nil {
-		_ = g.h.Free(buf)
-		g.err = err
-	}
+	return true, h, true, now + g.Every
 }
 
-// latencyRecv records the one-way latency of size-byte messages sent by a
-// periodicSender, for those sent inside [from, to), and checks their order.
-type latencyRecv struct {
-	size     int
-	from, to sim.Time
+// LatencyReceiver records the one-way latency of Size-byte small
+// messages sent in [From, To) and checks that they arrive in order. Not
+// safe for concurrent use.
+type LatencyReceiver struct {
+	Size     int
+	From, To sim.Time
 	next     uint64
-	samples  []sim.Time
+	Samples  []sim.Time
 	err      error
 }
 
-func (r *latencyRecv) OnEvent(h *simhost.Host, ev byteexpress.Event) {
-	if ev.Kind != byteexpress.EvMessage || ev.Len != r.size {
-		simhost.FreeApp{}.OnEvent(h, ev)
-		return
+// Small reports whether an n-byte message is the small flow's.
+func (r *LatencyReceiver) Small(n int) bool { return n == r.Size }
+
+// Message is a small message with header h arriving at now.
+func (r *LatencyReceiver) Message(now sim.Time, h Header) {
+	if h.Seq != r.next && r.err == nil {
+		r.err = fmt.Errorf("small flow: message %d arrived, expected %d", h.Seq, r.next)
 	}
-	p := ev.Buf.Bytes()
-	seq := binary.LittleEndian.Uint64(p[0:])
-	sent := sim.Time(binary.LittleEndian.Uint64(p[8:]))
-	_ = h.Free(ev.Buf)
-	if seq != r.next && r.err == nil {
-		r.err = fmt.Errorf("small flow: message %d arrived, expected %d", seq, r.next)
-	}
-	r.next = seq + 1
-	if sent >= r.from && sent < r.to {
-		r.samples = append(r.samples, h.Now()-sent)
+	r.next = h.Seq + 1
+	if h.Sent >= r.From && h.Sent < r.To {
+		r.Samples = append(r.Samples, now-h.Sent)
 	}
 }
 
-// latencyStats returns the mean, median and P99 in microseconds.
-func latencyStats(s []sim.Time) (mean, p50, p99 float64) {
+// Err is the first order violation.
+func (r *LatencyReceiver) Err() error { return r.err }
+
+// LatencyStats returns the mean, median and P99 of s in microseconds.
+func LatencyStats(s []sim.Time) (mean, p50, p99 float64) {
 	if len(s) == 0 {
 		return 0, 0, 0
 	}
@@ -247,4 +191,36 @@ func latencyStats(s []sim.Time) (mean, p50, p99 float64) {
 		return float64(v[max(0, min(i, len(v)-1))]) / us
 	}
 	return sum / float64(len(v)) / us, q(0.5), q(0.99)
+}
+
+// Reduce reduces the points of scenario s (large-flow counts outer,
+// fragmented first; missing ones are -1) to the hol table and the metrics
+// hol/<flows>/<fragmented|whole>/mean and .../p99 of r, with its note.
+func Reduce(s *scenarios.Scenario, pts []Point, r *report.Result) {
+	b := s.Benchmark
+	tbl := report.Table{Name: "hol", KeyName: "large flows/setting",
+		Title: fmt.Sprintf("One-way latency of a %s message every %s on an engine shared with large flows of %s messages, with %s fragments and without (paper Figure 13 shape)",
+			b.Message, b.Interval, b.LargeMessage, b.Fragment),
+		Columns: []report.Column{{Name: "mean", Unit: "us"}, {Name: "P50", Unit: "us"}, {Name: "P99", Unit: "us"},
+			{Name: "samples"}, {Name: "large flows", Unit: "Gbps"}}}
+	i := 0
+	for _, n := range b.LargeFlows {
+		for _, frag := range []bool{true, false} {
+			p := Point{MeanUs: -1, P50Us: -1, P99Us: -1, Samples: -1, LargeGbps: -1}
+			if i < len(pts) {
+				p = pts[i]
+			}
+			i++
+			setting := "fragmented"
+			if !frag {
+				setting = "whole"
+			}
+			key := fmt.Sprintf("%d/%s", n, setting)
+			tbl.AddRow(key, p.MeanUs, p.P50Us, p.P99Us, float64(p.Samples), p.LargeGbps)
+			r.Add("hol/"+key+"/mean", p.MeanUs, "us")
+			r.Add("hol/"+key+"/p99", p.P99Us, "us")
+		}
+	}
+	r.Tables = append(r.Tables, tbl)
+	r.Notes = append(r.Notes, fmt.Sprintf("whole: the fragment size is the large message (%s), so a small message waits behind whole large messages in the engine's send ring; fragmented: it waits behind at most a few %s fragments; latency is from the application's Send to the receiver's message event; the paper's Figure 13 gives the curves, not a table", b.LargeMessage, b.Fragment))
 }

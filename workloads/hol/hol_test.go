@@ -1,87 +1,83 @@
 package hol
 
 import (
-	"reflect"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 )
 
-// TestFig13Shape: the small flow's latency on an engine shared with large
-// flows (paper Figure 13, §6.1): it grows with contention, and with 4 KiB
-// fragments it stays far below the unfragmented case, where a whole 1 MiB
-// message occupies a WR.
-func TestFig13Shape(t *testing.T) {
-	pts, err := Run(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	get := func(n int, frag bool) Point {
-		for _, p := range pts {
-			if p.LargeFlows == n && p.Fragmented == frag {
-				return p
+// TestSmallFlow: the sender ticks every Every until Until with numbered,
+// stamped headers; the header round-trips; the receiver records the
+// latency of messages sent in its interval and reports a gap in the
+// sequence.
+func TestSmallFlow(t *testing.T) {
+	g := &SmallSender{Every: 10, Until: 30}
+	r := &LatencyReceiver{Size: 512, From: 10, To: 30}
+	for now := sim.Time(0); ; {
+		send, h, rearm, next := g.Tick(now)
+		if !send {
+			if rearm {
+				t.Fatal("rearmed after Until")
 			}
+			break
 		}
-		t.Fatalf("no point for %d flows, fragmented %v", n, frag)
-		return Point{}
+		p := make([]byte, HeaderSize)
+		h.Put(p)
+		got, err := ParseHeader(p)
+		if err != nil || got != h {
+			t.Fatalf("header %+v round-trips to %+v, %v", h, got, err)
+		}
+		r.Message(now+5, got)
+		now = next
 	}
-	t.Log("large flows  fragmented  mean us  p50 us  p99 us  samples  large Gb/s")
-	for _, p := range pts {
-		t.Logf("%d  %-5v  %8.1f  %8.1f  %8.1f  %4d  %5.2f", p.LargeFlows, p.Fragmented, p.MeanUs, p.P50Us, p.P99Us, p.Samples, p.LargeGbps)
-		if p.Samples < 900 {
-			t.Errorf("%d flows, fragmented %v: only %d samples", p.LargeFlows, p.Fragmented, p.Samples)
-		}
-		if p.LargeFlows > 0 && p.LargeGbps < 0.8*23.15 {
-			t.Errorf("%d flows, fragmented %v: large flows at %.2f Gb/s", p.LargeFlows, p.Fragmented, p.LargeGbps)
-		}
+	if len(r.Samples) != 2 || r.Samples[0] != 5 || r.Err() != nil {
+		t.Fatalf("samples %v, err %v; want two of 5 (sent at 10 and 20)", r.Samples, r.Err())
 	}
-	for _, frag := range []bool{true, false} {
-		idle := get(0, frag)
-		prev := idle
-		for _, n := range []int{1, 2, 4, 8} {
-			p := get(n, frag)
-			if p.MeanUs < 2*idle.MeanUs || p.P99Us < 2*idle.P99Us {
-				t.Errorf("fragmented %v, %d flows: mean %.1f / p99 %.1f us, not above the idle %.1f / %.1f",
-					frag, n, p.MeanUs, p.P99Us, idle.MeanUs, idle.P99Us)
-			}
-			if p.MeanUs < prev.MeanUs*0.95 {
-				t.Errorf("fragmented %v: mean latency falls from %.1f to %.1f us at %d flows", frag, prev.MeanUs, p.MeanUs, n)
-			}
-			prev = p
-		}
-		if g := get(8, frag).MeanUs / get(1, frag).MeanUs; g < 1.3 {
-			t.Errorf("fragmented %v: 8 flows only x%.2f the latency of 1", frag, g)
-		}
+	r.Message(100, Header{Seq: 7, Sent: 90})
+	if r.Err() == nil || !strings.Contains(r.Err().Error(), "message 7 arrived, expected 3") {
+		t.Fatalf("out of order: %v", r.Err())
 	}
-	for _, n := range []int{4, 8} {
-		f, u := get(n, true), get(n, false)
-		if u.MeanUs < 3*f.MeanUs || u.P99Us < 3*f.P99Us {
-			t.Errorf("%d flows: unfragmented mean %.1f / p99 %.1f us, fragmented %.1f / %.1f: want >= 3x",
-				n, u.MeanUs, u.P99Us, f.MeanUs, f.P99Us)
+	if _, err := ParseHeader(make([]byte, 8)); err == nil {
+		t.Fatal("parsed an 8-byte header")
+	}
+	if mean, p50, p99 := LatencyStats([]sim.Time{3 * sim.Microsecond, sim.Microsecond, 2 * sim.Microsecond}); mean != 2 || p50 != 2 || p99 != 3 {
+		t.Fatalf("stats %v %v %v, want 2 2 3 us", mean, p50, p99)
+	}
+}
+
+// TestPrepare: defaults and the errors.
+func TestPrepare(t *testing.T) {
+	var c Config
+	if err := c.Prepare(); err != nil || c.Settings() != [2]int{4 << 10, 1 << 20} || len(c.LargeFlows) != 5 {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+	for _, bad := range []Config{{SmallSize: 8}, {SmallSize: 2048, LargeSize: 1024}, {LargeWindow: -1}} {
+		if err := bad.Prepare(); err == nil {
+			t.Errorf("%+v accepted", bad)
 		}
 	}
 }
 
-// TestDeterministic: the same configuration gives identical results.
-func TestDeterministic(t *testing.T) {
-	c13 := Config{LargeFlows: []int{2}, Measure: 4 * sim.Millisecond}
-	x, err := Run(c13)
+// TestReduce: the metric names, and -1 for settings not measured.
+func TestReduce(t *testing.T) {
+	s, err := scenarios.Load("fig13")
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := Run(c13)
-	if err != nil {
-		t.Fatal(err)
+	var r report.Result
+	Reduce(s, []Point{{MeanUs: 2.5, P99Us: 3}}, &r)
+	n := s.Benchmark.LargeFlows[0]
+	if m, ok := r.Metric(fmt.Sprintf("hol/%d/fragmented/mean", n)); !ok || m.Value != 2.5 {
+		t.Errorf("first point: %+v %v", m, ok)
 	}
-	if !reflect.DeepEqual(x, y) {
-		t.Fatalf("Run differs between runs:\n%+v\n%+v", x, y)
+	if m, ok := r.Metric(fmt.Sprintf("hol/%d/whole/p99", n)); !ok || m.Value != -1 {
+		t.Errorf("missing point: %+v %v", m, ok)
 	}
-}
-
-// TestRejects: a small message without room for its sequence number and
-// send time is an error.
-func TestRejects(t *testing.T) {
-	if _, err := Run(Config{SmallSize: 8}); err == nil {
-		t.Fatal("accepted an 8-byte small message")
+	if len(r.Tables) != 1 || len(r.Tables[0].Rows) != 2*len(s.Benchmark.LargeFlows) {
+		t.Errorf("tables %+v", r.Tables)
 	}
 }

@@ -3,63 +3,62 @@ package msgrate
 import (
 	"testing"
 
-	"github.com/besim/besim/rnic"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
 )
 
-// TestFigure11Shape: the 512-byte message rate of eight I/O threads falls
-// past 64 QPs when QPs beyond the provider's dedicated doorbell registers
-// share locked ones across threads, and stays flat with one thread domain
-// per thread.
-func TestFigure11Shape(t *testing.T) {
-	qps := []int{8, 64, 128, 256, 512}
-	rate := map[bool][]float64{}
-	for _, td := range []bool{false, true} {
-		for _, n := range qps {
-			r, err := Test(Config{QPs: n, ThreadDomains: td})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("thread domains %-5v QPs %3d: %6.2f Mmsg/s, %3d QPs on shared doorbells, %4.1f%% CPU in doorbell locks",
-				td, n, r.Mmps, r.SharedQPs, 100*r.LockShare)
-			rate[td] = append(rate[td], r.Mmps)
+// TestPoster: round-robin over the QPs with room, one signalled WR in
+// SignalEvery, a completion retiring SignalEvery, the application work
+// within its jitter.
+func TestPoster(t *testing.T) {
+	cfg := Config{Depth: 4, SignalEvery: 2}.WithDefaults()
+	p := NewPoster(&cfg, 0)
+	a, b := p.AddQP(), p.AddQP()
+	var order []int
+	for {
+		q, id, sig, ok := p.Next()
+		if !ok {
+			break
 		}
-	}
-	no, yes := rate[false], rate[true]
-	if no[1] < 0.95*no[0] {
-		t.Errorf("without TDs the rate already falls by 64 QPs: %.2f -> %.2f", no[0], no[1])
-	}
-	if no[4] > 0.75*no[1] {
-		t.Errorf("without TDs 512 QPs keep %.2f of %.2f Mmsg/s (want < 75%%)", no[4], no[1])
-	}
-	for i := 1; i < len(qps); i++ {
-		if no[i] > no[i-1]*1.02 {
-			t.Errorf("without TDs the rate rises from %d to %d QPs", qps[i-1], qps[i])
+		if sig != (id%2 == 0) {
+			t.Fatalf("WR %d on QP %d: signalled %v", id, q, sig)
 		}
-		if yes[i] < 0.95*yes[0] {
-			t.Errorf("with TDs %d QPs: %.2f vs %.2f Mmsg/s at 8", qps[i], yes[i], yes[0])
+		if w := p.Posted(q); w < cfg.AppWork/2 || w > cfg.AppWork*3/2 {
+			t.Fatalf("application work %v outside 150 ns +- 50%%", w)
 		}
+		order = append(order, q)
+	}
+	if len(order) != 8 || order[0] != a || order[1] != b || order[2] != a {
+		t.Fatalf("posted on %v, want 8 alternating", order)
+	}
+	p.Completed(b)
+	if q, _, _, ok := p.Next(); !ok || q != b {
+		t.Fatalf("after a completion on QP %d: %d, %v", b, q, ok)
+	}
+	if o := Owners(&Config{QPs: 8, Threads: 2}); len(o) != 8 {
+		t.Fatalf("owners %v", o)
 	}
 }
 
-// TestQPCacheThrash: when more QPs are active than the NIC caches, every
-// packet misses and pays a context fetch; the message rate of a NIC-bound
-// run drops and the misses are counted.
-func TestQPCacheThrash(t *testing.T) {
-	run := func(entries int) Result {
-		cfg := rnic.DefaultConfig()
-		cfg.QPCacheEntries = entries
-		r, err := Test(Config{QPs: 256, ThreadDomains: true, AppWork: 1, NIC: &cfg})
-		if err != nil {
-			t.Fatal(err)
+// TestReduce: the metric names and the no-TD / TD ratio.
+func TestReduce(t *testing.T) {
+	s, err := scenarios.Load("fig11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.Benchmark
+	pts := make([][]Point, len(b.QPs))
+	for i := range pts {
+		for range b.ThreadDomains {
+			pts[i] = append(pts[i], Point{Mmps: 10, Shared: 0})
 		}
-		t.Logf("cache %4d: %6.2f Mmsg/s, client hits %d misses %d", entries, r.Mmps, r.Client.QPCacheHits, r.Client.QPCacheMisses)
-		return r
 	}
-	big, small := run(1024), run(64)
-	if big.Client.QPCacheMisses > 2*256 || small.Client.QPCacheMisses < 10*big.Client.QPCacheMisses {
-		t.Fatalf("misses %d (cache 1024) vs %d (cache 64)", big.Client.QPCacheMisses, small.Client.QPCacheMisses)
+	var r report.Result
+	Reduce(s, pts, &r)
+	if len(r.Metrics) != len(b.QPs)*len(b.ThreadDomains) || len(r.Tables) != 1 {
+		t.Fatalf("%d metrics, %d tables", len(r.Metrics), len(r.Tables))
 	}
-	if small.Mmps > 0.9*big.Mmps {
-		t.Fatalf("thrashing cache: %.2f Mmsg/s vs %.2f", small.Mmps, big.Mmps)
+	if m, ok := r.Metric("msgrate/td/64/mmps"); !ok || m.Value != 10 {
+		t.Errorf("msgrate/td/64/mmps: %+v %v", m, ok)
 	}
 }

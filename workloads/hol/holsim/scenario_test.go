@@ -1,4 +1,4 @@
-package hol
+package holsim
 
 import (
 	"testing"

@@ -1,10 +1,11 @@
-package hol
+package holsim
 
 import (
 	"testing"
 
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/workloads/hol"
 )
 
 // TestCPUGrowsWithMessageRate (simhost's CPU model, driven by the small flow
@@ -20,7 +21,7 @@ func TestCPUGrowsWithMessageRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, b := c.Host(0), c.Host(1)
-		lat := &latencyRecv{size: 512, to: sim.Never}
+		lat := &LatencyApp{M: &hol.LatencyReceiver{Size: 512, To: sim.Never}}
 		b.SetApp(lat)
 		b.Listen()
 		s, err := a.Dial(b)
@@ -29,17 +30,16 @@ func TestCPUGrowsWithMessageRate(t *testing.T) {
 		}
 		c.Run(sim.Millisecond) // connected, pools warm
 		a0, b0 := a.CPUBusy(), b.CPUBusy()
-		gen := &periodicSender{h: a, sock: s, size: 512, every: sim.Second / sim.Time(r), until: c.Now() + window}
-		gen.timer.Init(c.Kernel(), gen, 0)
-		gen.timer.Set(c.Now())
+		gen := NewSmallApp(c.Kernel(), a, s, 512, &hol.SmallSender{Every: sim.Second / sim.Time(r), Until: c.Now() + window})
+		gen.Start(c.Now())
 		c.Run(c.Now() + window)
 		ua := float64(a.CPUBusy()-a0) / float64(window)
 		ub := float64(b.CPUBusy()-b0) / float64(window)
-		mean, _, p99 := latencyStats(lat.samples)
+		mean, _, p99 := hol.LatencyStats(lat.M.Samples)
 		t.Logf("%6d msg/s: sender CPU %.2f%%, receiver CPU %.2f%% (%.0f / %.0f ns per message), latency mean %.2f us p99 %.2f us, host util since start %.2f%% / %.2f%%",
 			r, 100*ua, 100*ub, ua*1e9/float64(r), ub*1e9/float64(r), mean, p99, 100*a.Stats().Util, 100*b.Stats().Util)
-		if gen.err != nil || lat.err != nil || len(lat.samples) < r*5/1000-2 {
-			t.Fatalf("workload: %v %v, %d samples", gen.err, lat.err, len(lat.samples))
+		if gen.Err() != nil || lat.Err() != nil || len(lat.M.Samples) < r*5/1000-2 {
+			t.Fatalf("workload: %v %v, %d samples", gen.Err(), lat.Err(), len(lat.M.Samples))
 		}
 		tx, rx = append(tx, ua), append(rx, ub)
 		if err := c.Close(); err != nil {

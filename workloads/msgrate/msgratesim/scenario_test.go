@@ -1,4 +1,4 @@
-package msgrate
+package msgratesim
 
 import (
 	"strconv"

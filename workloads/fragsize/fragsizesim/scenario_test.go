@@ -1,4 +1,4 @@
-package fragsize
+package fragsizesim
 
 import (
 	"testing"
