@@ -85,6 +85,7 @@ var scalarSchemas = map[reflect.Type]map[string]any{
 	reflect.TypeFor[Op]():                enumSchema(ops),
 	reflect.TypeFor[CCKind]():            enumSchema(ccKinds),
 	reflect.TypeFor[PayloadMode]():       enumSchema(payloadModes),
+	reflect.TypeFor[SeriesMode]():        enumSchema(seriesModes),
 	reflect.TypeFor[BenchmarkKind]():     enumSchema(benchmarkKinds),
 	reflect.TypeFor[WorkloadKind]():      enumSchema(workloadKinds),
 	reflect.TypeFor[DistName]():          enumSchema(distNames),
