@@ -43,9 +43,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/besim/besim/internal/fileio"
 	"net"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -92,28 +91,11 @@ type Hosts struct {
 // Get returns the named host.
 func (hs *Hosts) Get(name string) *Host { return hs.byName[name] }
 
+// readFile reads a hosts or plan file: a regular file only (a FIFO or
+// /dev/zero is refused before it is opened for reading), at most MaxFile
+// bytes.
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := readAllLimit(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return b, nil
-}
-
-func readAllLimit(f *os.File) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxFile {
-		return nil, fmt.Errorf("larger than %d bytes", MaxFile)
-	}
-	return b, nil
+	return fileio.ReadFile(path, MaxFile, "berun file")
 }
 
 func strict(file string, data []byte, v any) error {

@@ -231,3 +231,17 @@ func TestFromFailoverScenario(t *testing.T) {
 		t.Errorf("a run ending before the crash: %v", err)
 	}
 }
+
+// Hosts and plan files are read only if regular, and only up to MaxFile:
+// a FIFO or /dev/zero is refused, not read until memory runs out.
+func TestLoadRefusesNonRegular(t *testing.T) {
+	if _, err := LoadHosts("/dev/zero"); err == nil {
+		t.Error("LoadHosts(/dev/zero) read it")
+	}
+	if _, err := LoadPlan("/dev/zero"); err == nil {
+		t.Error("LoadPlan(/dev/zero) read it")
+	}
+	if _, err := LoadHosts(t.TempDir()); err == nil {
+		t.Error("LoadHosts of a folder read it")
+	}
+}
