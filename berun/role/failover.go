@@ -70,24 +70,13 @@ func newFailover(spec Spec) (Role, error) {
 	info, _ := Lookup(spec.Role)
 	server := spec.Role == "failover-server"
 	p := ReadParams(info, spec)
-	r := &foRole{server: server, idx: p.Int("index", 0, 1<<20), qos: verbsQoS{gid: -1}, crashed: -1, faultAt: -1}
+	r := &foRole{server: server, idx: p.Int("index", 0, 1<<20), crashed: -1, faultAt: -1}
 	transport := "tcp"
 	if _, set := spec.Params["transport"]; set {
 		transport = p.Enum("transport", "tcp", "verbs")
 	}
-	if _, set := spec.Params["device"]; set {
-		r.device = p.String("device")
-	}
-	if v, set := spec.Params["gid_index"]; set && v != "auto" {
-		r.qos.gid = p.Int("gid_index", 0, 255)
-	}
-	prio, dscp := -1, -1
-	if _, set := spec.Params["prio"]; set {
-		prio = p.Int("prio", 0, 7)
-	}
-	if _, set := spec.Params["dscp"]; set {
-		dscp = p.Int("dscp", 0, 63)
-	}
+	vp := readVerbsParams(p, spec)
+	r.device = vp.device
 	if server {
 		r.crashAt = p.Duration("crash_at", 0, 24*time.Hour)
 	} else {
@@ -98,10 +87,7 @@ func newFailover(spec Spec) (Role, error) {
 		return nil, err
 	}
 	r.verbs = transport == "verbs"
-	if len(spec.Scenario) == 0 {
-		return nil, errors.New("needs the besim scenario (run it with `berun run SCENARIO.yaml`)")
-	}
-	s, err := scenarios.Parse("scenario", spec.Scenario)
+	s, err := roleScenario(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -114,13 +100,7 @@ func newFailover(spec Spec) (Role, error) {
 	if err := r.cfg.Prepare(); err != nil {
 		return nil, err
 	}
-	if prio < 0 {
-		prio = losslessPrio(s)
-	}
-	if dscp < 0 {
-		dscp = 8*prio + 2
-	}
-	r.qos.prio, r.qos.dscp = uint8(prio), uint8(dscp)
+	r.qos = vp.qos(s)
 	r.be = app.Engine(s.Workload)
 	r.be.KeepaliveInterval, r.be.KeepaliveTimeout = r.cfg.KeepaliveInterval, r.cfg.KeepaliveTimeout
 	r.be.ConnectTimeout = r.cfg.RPC.ConnTimeout // Tc bounds a new engine's exchange, as in besim

@@ -64,20 +64,9 @@ type fragsizeRole struct {
 func newFragsize(spec Spec) (Role, error) {
 	info, _ := Lookup(spec.Role)
 	p := ReadParams(info, spec)
-	r := &fragsizeRole{sender: spec.Role == "fragsize-sender", qos: verbsQoS{gid: -1}}
-	if _, set := spec.Params["device"]; set {
-		r.device = p.String("device")
-	}
-	if v, set := spec.Params["gid_index"]; set && v != "auto" {
-		r.qos.gid = p.Int("gid_index", 0, 255)
-	}
-	prio, dscp := -1, -1
-	if _, set := spec.Params["prio"]; set {
-		prio = p.Int("prio", 0, 7)
-	}
-	if _, set := spec.Params["dscp"]; set {
-		dscp = p.Int("dscp", 0, 63)
-	}
+	r := &fragsizeRole{sender: spec.Role == "fragsize-sender"}
+	vp := readVerbsParams(p, spec)
+	r.device = vp.device
 	rate := ""
 	if _, set := spec.Params["rate"]; set {
 		rate = p.String("rate")
@@ -85,10 +74,7 @@ func newFragsize(spec Spec) (Role, error) {
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	if len(spec.Scenario) == 0 {
-		return nil, errors.New("needs the besim scenario (run it with `berun run SCENARIO.yaml`)")
-	}
-	s, err := scenarios.Parse("scenario", spec.Scenario)
+	s, err := roleScenario(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -105,13 +91,7 @@ func newFragsize(spec Spec) (Role, error) {
 	if err := r.cfg.Prepare(); err != nil {
 		return nil, err
 	}
-	if prio < 0 {
-		prio = losslessPrio(s)
-	}
-	if dscp < 0 {
-		dscp = 8*prio + 2
-	}
-	r.qos.prio, r.qos.dscp = uint8(prio), uint8(dscp)
+	r.qos = vp.qos(s)
 	switch {
 	case r.sender && len(spec.Peers) != 1:
 		return nil, fmt.Errorf("a sender needs one peer, the receiver (has %d)", len(spec.Peers))

@@ -78,42 +78,18 @@ type perfRole struct {
 func newPerftest(spec Spec) (Role, error) {
 	info, _ := Lookup(spec.Role)
 	p := ReadParams(info, spec)
-	device := ""
-	if _, set := spec.Params["device"]; set {
-		device = p.String("device")
-	}
-	qos := verbsQoS{gid: -1}
-	if v, set := spec.Params["gid_index"]; set && v != "auto" {
-		qos.gid = p.Int("gid_index", 0, 255)
-	}
-	prio, dscp := -1, -1
-	if _, set := spec.Params["prio"]; set {
-		prio = p.Int("prio", 0, 7)
-	}
-	if _, set := spec.Params["dscp"]; set {
-		dscp = p.Int("dscp", 0, 63)
-	}
+	vp := readVerbsParams(p, spec)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	if len(spec.Scenario) == 0 {
-		return nil, errors.New("needs the besim scenario (run it with `berun run SCENARIO.yaml`)")
-	}
-	s, err := scenarios.Parse("scenario", spec.Scenario)
+	s, err := roleScenario(spec)
 	if err != nil {
 		return nil, err
 	}
 	if s.Benchmark == nil || s.Benchmark.Kind != scenarios.Perftest {
 		return nil, errors.New("the scenario has no perftest benchmark")
 	}
-	if prio < 0 {
-		prio = losslessPrio(s)
-	}
-	if dscp < 0 {
-		dscp = 8*prio + 2
-	}
-	qos.prio, qos.dscp = uint8(prio), uint8(dscp)
-	r := &perfRole{server: spec.Role == "perftest-server", device: device, qos: qos, scen: s,
+	r := &perfRole{server: spec.Role == "perftest-server", device: vp.device, qos: vp.qos(s), scen: s,
 		trans: perftest.Transports(s), msg: int(s.Benchmark.Message), warmup: time.Duration(s.Benchmark.Warmup.Time() / sim.Nanosecond)}
 	switch {
 	case r.server && len(spec.Peers) > 0:

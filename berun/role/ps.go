@@ -39,6 +39,54 @@ func fanParams(index string) []Param {
 		{Name: "dscp", Doc: "verbs: DSCP of the QPs (traffic class DSCP << 2); default 8 x prio + 2, so 26 (AF31) for priority 3, which ConnectX's default DSCP-to-priority map (DSCP / 8) puts on that priority"}}
 }
 
+// verbsParams are the parameters every verbs role takes: device,
+// gid_index, prio and dscp (-1 where not given: auto, or the scenario's).
+type verbsParams struct {
+	device     string
+	gid        int
+	prio, dscp int
+}
+
+// readVerbsParams reads the verbs parameters from p (errors collect in p).
+func readVerbsParams(p *Params, spec Spec) verbsParams {
+	v := verbsParams{gid: -1, prio: -1, dscp: -1}
+	if _, set := spec.Params["device"]; set {
+		v.device = p.String("device")
+	}
+	if g, set := spec.Params["gid_index"]; set && g != "auto" {
+		v.gid = p.Int("gid_index", 0, 255)
+	}
+	if _, set := spec.Params["prio"]; set {
+		v.prio = p.Int("prio", 0, 7)
+	}
+	if _, set := spec.Params["dscp"]; set {
+		v.dscp = p.Int("dscp", 0, 63)
+	}
+	return v
+}
+
+// qos resolves the parameters against scenario s: the priority defaults
+// to its lossless one, the DSCP to 8 x prio + 2 (26 for priority 3).
+func (v verbsParams) qos(s *scenarios.Scenario) verbsQoS {
+	prio, dscp := v.prio, v.dscp
+	if prio < 0 {
+		prio = losslessPrio(s)
+	}
+	if dscp < 0 {
+		dscp = 8*prio + 2
+	}
+	return verbsQoS{gid: v.gid, prio: uint8(prio), dscp: uint8(dscp)}
+}
+
+// roleScenario parses the besim scenario the controller pushed with the
+// run (Spec.Scenario).
+func roleScenario(spec Spec) (*scenarios.Scenario, error) {
+	if len(spec.Scenario) == 0 {
+		return nil, errors.New("needs the besim scenario (run it with `berun run SCENARIO.yaml`)")
+	}
+	return scenarios.Parse("scenario", spec.Scenario)
+}
+
 // losslessPrio is the scenario's first lossless priority (3 if it names
 // none: the priority besim's fabric defaults make lossless).
 func losslessPrio(s *scenarios.Scenario) int {
@@ -57,31 +105,15 @@ func newFan(spec Spec, server bool, kind scenarios.WorkloadKind, work func(s *sc
 	info, _ := Lookup(spec.Role)
 	p := ReadParams(info, spec)
 	idx := p.Int("index", 0, 1<<20)
-	transport, device := "tcp", ""
+	transport := "tcp"
 	if _, set := spec.Params["transport"]; set {
 		transport = p.Enum("transport", "tcp", "verbs")
 	}
-	if _, set := spec.Params["device"]; set {
-		device = p.String("device")
-	}
-	qos := verbsQoS{gid: -1}
-	if v, set := spec.Params["gid_index"]; set && v != "auto" {
-		qos.gid = p.Int("gid_index", 0, 255)
-	}
-	prio, dscp := -1, -1
-	if _, set := spec.Params["prio"]; set {
-		prio = p.Int("prio", 0, 7)
-	}
-	if _, set := spec.Params["dscp"]; set {
-		dscp = p.Int("dscp", 0, 63)
-	}
+	vp := readVerbsParams(p, spec)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	if len(spec.Scenario) == 0 {
-		return nil, errors.New("needs the besim scenario (run it with `berun run SCENARIO.yaml`)")
-	}
-	s, err := scenarios.Parse("scenario", spec.Scenario)
+	s, err := roleScenario(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -92,14 +124,7 @@ func newFan(spec Spec, server bool, kind scenarios.WorkloadKind, work func(s *sc
 	if err != nil {
 		return nil, err
 	}
-	if prio < 0 {
-		prio = losslessPrio(s)
-	}
-	if dscp < 0 {
-		dscp = 8*prio + 2
-	}
-	qos.prio, qos.dscp = uint8(prio), uint8(dscp)
-	r := &fanRole{w: w, server: server, idx: idx, verbs: transport == "verbs", device: device, qos: qos, be: app.Engine(s.Workload)}
+	r := &fanRole{w: w, server: server, idx: idx, verbs: transport == "verbs", device: vp.device, qos: vp.qos(s), be: app.Engine(s.Workload)}
 	switch {
 	case server && idx >= w.servers:
 		return nil, fmt.Errorf("index %d: the scenario has %d servers", idx, w.servers)
