@@ -3,11 +3,10 @@ package fragsizesim
 import (
 	"errors"
 	"fmt"
+	"github.com/besim/besim/workloads/internal/simrun"
 
-	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/rnic"
-	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/verbs"
 	"github.com/besim/besim/workloads/fragsize"
@@ -17,22 +16,14 @@ import (
 // hosts under one switch. Zero fields take the defaults named.
 type Config struct {
 	fragsize.Config
-	LinkDelay sim.Time           // one-way per link; default simhost.DefaultTestbedLinkDelay
-	NIC       rnic.Config        // default rnic.DefaultConfig()
-	CPU       simhost.CPUCost    // default simhost.DefaultCPUCost()
-	BE        byteexpress.Config // core config (FragSize is overridden per point)
+	simrun.Testbed
 }
 
 // Point is one measurement.
 type Point = fragsize.Point
 
 func (c *Config) defaults() error {
-	if c.LinkDelay == 0 {
-		c.LinkDelay = simhost.DefaultTestbedLinkDelay
-	}
-	if c.NIC.PortMTU == 0 {
-		c.NIC = rnic.DefaultConfig()
-	}
+	c.Testbed.Defaults()
 	return c.Prepare()
 }
 

@@ -2,6 +2,7 @@ package fragsizesim
 
 import (
 	"fmt"
+	"github.com/besim/besim/workloads/internal/simrun"
 
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
@@ -24,7 +25,7 @@ func FromScenario(s *scenarios.Scenario, rate scenarios.Rate) (Config, error) {
 		return Config{}, err
 	}
 	nic.SizesOnly = false // the core moves its bytes
-	return Config{Config: fragsize.FromScenario(s, rate), LinkDelay: s.Benchmark.Delay.Time(), NIC: nic}, nil
+	return Config{Config: fragsize.FromScenario(s, rate), Testbed: simrun.Testbed{LinkDelay: s.Benchmark.Delay.Time(), NIC: nic}}, nil
 }
 
 // run measures every (rate, fragment size), rates outer, and reduces them.

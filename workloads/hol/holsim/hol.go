@@ -3,11 +3,9 @@ package holsim
 import (
 	"errors"
 	"fmt"
+	"github.com/besim/besim/workloads/internal/simrun"
 
-	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/fabric"
-	"github.com/besim/besim/rnic"
-	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/workloads/fragsize"
 	"github.com/besim/besim/workloads/fragsize/fragsizesim"
@@ -18,22 +16,14 @@ import (
 // under one switch. Zero fields take the defaults named.
 type Config struct {
 	hol.Config
-	LinkDelay sim.Time           // one-way per link; default 250 ns (simhost.DefaultTestbedLinkDelay: two hosts on one ToR)
-	NIC       rnic.Config        // default rnic.DefaultConfig()
-	CPU       simhost.CPUCost    // default simhost.DefaultCPUCost()
-	BE        byteexpress.Config // core config (FragSize is set per point)
+	simrun.Testbed
 }
 
 // Point is the small flow's one-way latency for one setting.
 type Point = hol.Point
 
 func (c *Config) defaults() error {
-	if c.LinkDelay == 0 {
-		c.LinkDelay = simhost.DefaultTestbedLinkDelay
-	}
-	if c.NIC.PortMTU == 0 {
-		c.NIC = rnic.DefaultConfig()
-	}
+	c.Testbed.Defaults()
 	return c.Prepare()
 }
 

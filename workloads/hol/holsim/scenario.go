@@ -5,6 +5,7 @@ import (
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/workloads/hol"
+	"github.com/besim/besim/workloads/internal/simrun"
 )
 
 func init() {
@@ -22,7 +23,7 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 		return Config{}, err
 	}
 	nic.SizesOnly = false // the core moves its bytes
-	return Config{Config: hol.FromScenario(s), LinkDelay: b.Delay.Time(), NIC: nic}, nil
+	return Config{Config: hol.FromScenario(s), Testbed: simrun.Testbed{LinkDelay: b.Delay.Time(), NIC: nic}}, nil
 }
 
 // run measures every (large-flow count, fragmented or not) and reduces

@@ -1,5 +1,6 @@
-// Package simrun sits between the simulated workloads (workloads/incast,
-// workloads/ps/pssim) and simhost: what their simulation drivers share.
+// Package simrun sits between the workloads' simulation drivers (incastsim,
+// pssim, fragsizesim, holsim, ...) and simhost: what they share (the error
+// list, the setup bound, the two-host testbed of the core benchmarks).
 package simrun
 
 import (
