@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/besim/besim/experiment"
-	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 )
 
@@ -53,35 +49,7 @@ func TestFailoverScenario(t *testing.T) {
 	if n := metric(t, rf, "server16", "requests"); n <= 0 {
 		t.Errorf("replica B of shard 0 answered %v fetches", n)
 	}
-	m := regexp.MustCompile(`(?m)^report \(besim format.*\): (.+)$`).FindStringSubmatch(r.stdout)
-	if m == nil {
-		t.Fatalf("no report path printed:\n%s", r.stdout)
-	}
-	f, err := os.Open(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw, err := report.ReadJSON(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenarios.Parse("failover", scen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := experiment.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simr, err := x.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := report.Compare(simr, hw, "besim", "berun")
-	var b strings.Builder
-	tbl.WriteText(&b)
-	t.Logf("\n%s", b.String())
+	simr, hw, _ := besimVsBerun(t, r.stdout, "failover", scen)
 	for _, n := range hw.Notes {
 		if strings.Contains(n, "error") {
 			t.Log(n)

@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/besim/besim/experiment"
-	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 )
 
@@ -46,39 +42,7 @@ func TestIncastScenario(t *testing.T) {
 	if v := metric(t, rf, "victim-rx", "bytes"); v <= 0 {
 		t.Errorf("victim sink received %v bytes", v)
 	}
-	m := regexp.MustCompile(`(?m)^report \(besim format.*\): (.+)$`).FindStringSubmatch(r.stdout)
-	if m == nil {
-		t.Fatalf("no report path printed:\n%s", r.stdout)
-	}
-	f, err := os.Open(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw, err := report.ReadJSON(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := scenarios.Parse("fig14-incast", scen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := experiment.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simr, err := x.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := report.Compare(simr, hw, "besim", "berun")
-	var b strings.Builder
-	tbl.WriteText(&b)
-	t.Logf("\n%s", b.String())
-	rows := map[string]bool{}
-	for _, row := range tbl.Rows {
-		rows[row.Key] = true
-	}
+	_, hw, rows := besimVsBerun(t, r.stdout, "fig14-incast", scen)
 	for _, want := range []string{"pull/count", "pull/p50 (us)", "pull/p99 (us)", "worker/goodput (Gbps)", "victim/goodput (Gbps)", "workload/servers"} {
 		if !rows[want] {
 			t.Errorf("compare has no row %q", want)

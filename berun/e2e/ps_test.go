@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"os"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/besim/besim/experiment"
-	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 )
 
@@ -74,35 +69,7 @@ func TestPSScenario(t *testing.T) {
 		}
 	}
 
-	m := regexp.MustCompile(`(?m)^report \(besim format.*\): (.+)$`).FindStringSubmatch(r.stdout)
-	if m == nil {
-		t.Fatalf("no report path printed:\n%s", r.stdout)
-	}
-	f, err := os.Open(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw, err := report.ReadJSON(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := experiment.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simr, err := x.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := report.Compare(simr, hw, "besim", "berun")
-	var b strings.Builder
-	tbl.WriteText(&b)
-	t.Logf("\n%s", b.String())
-	rows := map[string]bool{}
-	for _, row := range tbl.Rows {
-		rows[row.Key] = true
-	}
+	_, hw, rows := besimVsBerun(t, r.stdout, "ps-cluster", scen)
 	for _, want := range []string{"user/p99 (us)", "fetch/p50 (us)", "push/p99 (us)", "iteration/p99 (us)", "fetch_phase/p99 (us)", "push_phase/p99 (us)", "client/goodput (Gbps)", "server/goodput (Gbps)", "workload/servers"} {
 		if !rows[want] {
 			t.Errorf("compare has no row %q", want)
