@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 go run ./cmd/besim run -q --out results/table2 table2                 # paper Table 2 (§5.1)
 go run ./cmd/besim run -q --out results/fig10 fig10                   # paper Figure 10 (§6.1)
 go run ./cmd/besim run -q --out results/fig11 fig11                   # paper Figure 11 (§6.2.1)
+go run ./cmd/besim run -q --out results/fig11-core fig11-core         # Figure 11 through the core (~15 s)
 go run ./cmd/besim run -q --out results/fig13 fig13                   # paper Figure 13 (§6.1)
 go run ./cmd/besim run -q --out results/dcqcn-incast dcqcn-incast     # DCQCN holds an 8-to-1 incast in the ECN band
 go run ./cmd/besim run -q --out results/pfc-incast pfc-incast         # the same without congestion control: PFC
@@ -65,6 +66,9 @@ for ext in png svg; do
 	# Figure 10: goodput against the fragment size, one line per link rate
 	go run ./cmd/besim plot --table fragsize --x fragment --y goodput -title "Figure 10 (model): goodput by fragment size, 1 MiB messages" \
 		-o "results/fig10/goodput.$ext" results/fig10/result.json
+	# Figure 11 through the core: message rate by QP count, with and without thread domains
+	go run ./cmd/besim plot --table msgrate --x QPs --y "no TD" --y TD -title "Figure 11 through the ByteExpress core (model): 512 B message rate, 8 I/O threads" \
+		-o "results/fig11-core/rate.$ext" results/fig11-core/result.json
 	# Figure 13: the small message's latency (P50 and P99) against the number
 	# of large flows, fragmented and whole (log y: three orders of magnitude)
 	go run ./cmd/besim plot --table hol --x "large flows" --y P50 --y P99 --log-y --ymin 1 \
