@@ -16,6 +16,7 @@ go run ./cmd/besim run -q --out results/fig10 fig10                   # paper Fi
 go run ./cmd/besim run -q --out results/fig11 fig11                   # paper Figure 11 (§6.2.1)
 go run ./cmd/besim run -q --out results/fig11-core fig11-core         # Figure 11 through the core (~15 s)
 go run ./cmd/besim run -q --out results/fig13 fig13                   # paper Figure 13 (§6.1)
+go run ./cmd/besim run -q --out results/fig8 fig8                     # paper Figure 8 (§5.5; ~2 s)
 go run ./cmd/besim run -q --out results/dcqcn-incast dcqcn-incast     # DCQCN holds an 8-to-1 incast in the ECN band
 go run ./cmd/besim run -q --out results/pfc-incast pfc-incast         # the same without congestion control: PFC
 go run ./cmd/besim run -q --out results/dcqcn-fairness dcqcn-fairness # two DCQCN flows converge to equal shares
@@ -66,6 +67,9 @@ for ext in png svg; do
 	# Figure 10: goodput against the fragment size, one line per link rate
 	go run ./cmd/besim plot --table fragsize --x fragment --y goodput -title "Figure 10 (model): goodput by fragment size, 1 MiB messages" \
 		-o "results/fig10/goodput.$ext" results/fig10/result.json
+	# Figure 8: round-trip latency (mean, P99) by message size, one message outstanding
+	go run ./cmd/besim plot --table pingpong --x message --y mean --y P99 -title "Figure 8 (model): ByteExpress latency, one message outstanding, 100 Gbps / 1024 B MTU" \
+		-o "results/fig8/latency.$ext" results/fig8/result.json
 	# Figure 11 through the core: message rate by QP count, with and without thread domains
 	go run ./cmd/besim plot --table msgrate --x QPs --y "no TD" --y TD -title "Figure 11 through the ByteExpress core (model): 512 B message rate, 8 I/O threads" \
 		-o "results/fig11-core/rate.$ext" results/fig11-core/result.json
