@@ -18,6 +18,9 @@ go run ./cmd/besim run -q --out results/fig11-core fig11-core         # Figure 1
 go run ./cmd/besim run -q --out results/fig13 fig13                   # paper Figure 13 (§6.1)
 go run ./cmd/besim run -q --out results/fig8 fig8                     # paper Figure 8 (§5.5; ~2 s)
 go run ./cmd/besim run -q --out results/fig9 fig9                     # paper Figure 9 (§5.5; ~5 s)
+# Figure 9's sensitivity to the ByteExpress fragment size (an assumption; ~10 s)
+go run ./cmd/besim sweep -q --set benchmark.fragment=16KiB,64KiB,256KiB \
+	--metrics 'peak/25G/1024B/be/gbps,peak/100G/1024B/be/gbps,peak/100G/4096B/be/gbps,peak/200G/4096B/be/gbps' -o results/fig9/fragment.json fig9
 go run ./cmd/besim run -q --out results/dcqcn-incast dcqcn-incast     # DCQCN holds an 8-to-1 incast in the ECN band
 go run ./cmd/besim run -q --out results/pfc-incast pfc-incast         # the same without congestion control: PFC
 go run ./cmd/besim run -q --out results/dcqcn-fairness dcqcn-fairness # two DCQCN flows converge to equal shares
