@@ -493,11 +493,11 @@ func (v *validator) workload() {
 	s := v.s
 	w := s.Workload
 	const p = "workload"
-	shared := []string{"kind", "servers", "hosts_per_leaf", "spines", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup"}
+	shared := []string{"kind", "servers", "hosts_per_leaf", "spines", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "thread_domains", "sq_depth", "recv_buffer", "ack_timeout", "warmup"}
 	uses := map[WorkloadKind][]string{
 		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"),
 		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp", "rpc"),
-		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "spines", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
+		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "spines", "request", "outstanding", "response", "window", "fragment", "srq", "thread_domains", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
 	}
 	switch w.Kind {
 	case IncastPull, PSCluster, Failover:
