@@ -153,7 +153,8 @@ func def[T comparable](d *defaulter, path string, field *T, value T) {
 	}
 	if d.s.present(path) {
 		d.errs.add(d.s.Errorf(path, "%s is not allowed (omit the key for the default, %s)", show(*field), show(value)))
-		return
+		// Defaulted all the same, so that what derives from it (host_rate
+		// from rate) is not reported too.
 	}
 	*field = value
 }
