@@ -200,8 +200,9 @@ func joinPath(path, key string) string {
 
 // fieldInfo is one YAML key of a struct.
 type fieldInfo struct {
-	key string
-	typ reflect.Type
+	key  string
+	typ  reflect.Type
+	name string // the Go field's
 }
 
 func structKeys(t reflect.Type) []fieldInfo {
@@ -219,7 +220,7 @@ func structKeys(t reflect.Type) []fieldInfo {
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		out = append(out, fieldInfo{name, f.Type})
+		out = append(out, fieldInfo{name, f.Type, f.Name})
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -162,6 +163,10 @@ func (g *schemaGen) structRef(t reflect.Type, path string) (map[string]any, erro
 		s, err := g.schema(f.typ, joinPath(path, f.key))
 		if err != nil {
 			return nil, err
+		}
+		if d := fieldDocs[t.Name()+"."+f.name]; d != "" {
+			s = maps.Clone(s)
+			s["description"] = d
 		}
 		props[f.key] = s
 	}
