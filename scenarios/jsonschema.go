@@ -179,8 +179,9 @@ func (g *schemaGen) structRef(t reflect.Type, path string) (map[string]any, erro
 // CheckSchema checks a decoded YAML or JSON value (maps, lists, strings,
 // numbers, booleans, as yaml.v3 or encoding/json decode into any) against
 // the subset of JSON Schema that JSONSchema writes: $ref into $defs, type,
-// enum, properties, additionalProperties false, items, minItems, minimum
-// and anyOf. It returns one message per problem, each with the key path.
+// enum, properties, required, additionalProperties false, items, minItems,
+// minimum and anyOf (JSONSchema writes no required; report's result schema
+// does). It returns one message per problem, each with the key path.
 func CheckSchema(schema map[string]any, v any) []string {
 	c := &schemaChecker{root: schema}
 	c.check(schema, v, "")
@@ -338,6 +339,11 @@ func (c *schemaChecker) check(s map[string]any, v any, path string) {
 				continue
 			}
 			c.check(ps, x[k], joinPath(path, k))
+		}
+		for _, k := range toList(s["required"]) {
+			if _, ok := x[fmt.Sprint(k)]; !ok {
+				c.failf(joinPath(path, fmt.Sprint(k)), "missing (required)")
+			}
 		}
 	case []any:
 		if n, ok := toFloat(s["minItems"]); ok && float64(len(x)) < n {
