@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"github.com/besim/besim/units"
 	"strings"
 	"testing"
 )
@@ -387,9 +388,9 @@ func TestDefaults(t *testing.T) {
 		got, want any
 	}{
 		{"version", s.Version, 1},
-		{"rate", f.Links.Rate, 25 * Gbps},
-		{"host_rate", f.Links.HostRate, 25 * Gbps},
-		{"uplink_rate", f.Links.UplinkRate, 25 * Gbps},
+		{"rate", f.Links.Rate, Rate(25 * units.Gbps)},
+		{"host_rate", f.Links.HostRate, Rate(25 * units.Gbps)},
+		{"uplink_rate", f.Links.UplinkRate, Rate(25 * units.Gbps)},
 		{"delay", f.Links.Delay.String(), "1us"},
 		{"buffer", f.Switch.Buffer, 12 * MiB},
 		{"alpha", f.Switch.Alpha, Ratio{1, 8}},
@@ -443,7 +444,7 @@ func TestBuiltInGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	fl := s.ExpandFlows()
-	if len(fl) != 2 || fl[1].Name != "flow0.0-2" || fl[1].Rate != 25*Gbps {
+	if len(fl) != 2 || fl[1].Name != "flow0.0-2" || fl[1].Rate != 25*units.Gbps {
 		t.Errorf("ExpandFlows: %+v", fl)
 	}
 	s.Flows[0].Dst = HostSet{0}
@@ -470,7 +471,7 @@ func TestExpandFlows(t *testing.T) {
 		t.Errorf("names: %s", got)
 	}
 	f := s.ExpandFlows()[1]
-	if f.Rate != 10*Gbps || f.Size != 1000000 || f.Start.String() != "5us" || f.Group != 0 || f.Prio != 3 {
+	if f.Rate != 10*units.Gbps || f.Size != 1000000 || f.Start.String() != "5us" || f.Group != 0 || f.Prio != 3 {
 		t.Errorf("instance %+v", f)
 	}
 }

@@ -29,14 +29,8 @@ import (
 // Rate is a link or pacing rate in bits per second.
 type Rate int64
 
-// Rate units (SI, bits per second).
-const (
-	BitPerSecond Rate = 1
-	Kbps         Rate = 1000 * BitPerSecond
-	Mbps         Rate = 1000 * Kbps
-	Gbps         Rate = 1000 * Mbps
-	Tbps         Rate = 1000 * Gbps
-)
+// Its units (bits per second: units.Kbps, Mbps, Gbps, Tbps) are package
+// units's.
 
 // Size is a number of bytes.
 type Size int64
