@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"github.com/besim/besim/units"
 	"io"
 	"strings"
 
@@ -296,7 +297,7 @@ func (n *Network) WriteExplain(w io.Writer) error {
 			}
 			seen[key] = true
 			bdp := pfc.BytesIn(2*p.out.Delay, p.rate)
-			fmt.Fprintf(&b, "  ports at %d Gbps, %v cable: RTT BDP %d B; headroom %d B", p.rate/Gbps, p.out.Delay, bdp, p.headroom)
+			fmt.Fprintf(&b, "  ports at %d Gbps, %v cable: RTT BDP %d B; headroom %d B", p.rate/units.Gbps, p.out.Delay, bdp, p.headroom)
 			if pc.Headroom == 0 {
 				fmt.Fprintf(&b, " = 2x%d frame + %d pause + %d (2x cable) + %d (response %v)",
 					frame, pfc.PauseFrameWire, bdp, pfc.BytesIn(pc.Response, p.rate), pc.Response)

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bytes"
 	"flag"
+	"github.com/besim/besim/units"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -161,7 +162,7 @@ func TestBuiltinShapes(t *testing.T) {
 		t.Error("incast-lossy is not lossy")
 	}
 	ls := load("victim-leafspine")
-	if ls.Fabric.Topology.Kind != LeafSpine || ls.Fabric.Links.UplinkRate != 100*Gbps {
+	if ls.Fabric.Topology.Kind != LeafSpine || ls.Fabric.Links.UplinkRate != 100*units.Gbps {
 		t.Errorf("victim-leafspine: %+v", ls.Fabric.Topology)
 	}
 	if lr := load("line-rate"); len(lr.ExpandFlows()) != 1 || !lr.Flows[0].Rate.Line {
@@ -192,7 +193,7 @@ func TestBuiltinShapes(t *testing.T) {
 		t.Errorf("fig11: %+v", b)
 	}
 	f10 := load("fig10")
-	if b := f10.Benchmark; b.Kind != Fragsize || len(b.Rates) != 2 || len(b.Fragments) != 8 || b.Message != MiB || f10.Duration != Duration(40*sim.TxTime(int64(MiB), int64(25*Gbps))) || b.Warmup != f10.Duration/2 {
+	if b := f10.Benchmark; b.Kind != Fragsize || len(b.Rates) != 2 || len(b.Fragments) != 8 || b.Message != MiB || f10.Duration != Duration(40*sim.TxTime(int64(MiB), int64(25*units.Gbps))) || b.Warmup != f10.Duration/2 {
 		t.Errorf("fig10: %+v (duration %v)", b, f10.Duration)
 	}
 	f13 := load("fig13")

@@ -125,18 +125,18 @@ type RNIC struct {
 	Payload PayloadMode `yaml:"payload"` // sizes-only | bytes
 
 	// NIC processing model.
-	WQECost        *Duration `yaml:"wqe_cost"`    // processing-unit time per send WQE, receive WQE consumed or READ served
-	PacketCost     *Duration `yaml:"packet_cost"` // NIC-wide TX and RX pipeline time per packet (the packet-rate limit)
-	Units          int       `yaml:"units"`       // processing units; QP n runs on unit n mod units
-	CQECost        *Duration `yaml:"cqe_cost"`    // processing-unit time per CQE written
-	QPCacheEntries int       `yaml:"qp_cache_entries"`
-	RxBuffer       Size      `yaml:"rx_buffer"`     // receive packet buffer; arrivals beyond it drop
-	AckReqEvery    int       `yaml:"ack_req_every"` // ACK requested every N packets of long messages (and on each last one)
-	CNPPrio        *int      `yaml:"cnp_prio"`      // 802.1p priority of CNPs
+	WQECost        *Duration `yaml:"wqe_cost"`         // processing-unit time per send WQE, receive WQE consumed or READ served
+	PacketCost     *Duration `yaml:"packet_cost"`      // NIC-wide TX and RX pipeline time per packet (the packet-rate limit)
+	Units          int       `yaml:"units"`            // processing units; QP n runs on unit n mod units
+	CQECost        *Duration `yaml:"cqe_cost"`         // processing-unit time per CQE written
+	QPCacheEntries int       `yaml:"qp_cache_entries"` // QP context cache entries (LRU); a miss costs one pcie.read_latency
+	RxBuffer       Size      `yaml:"rx_buffer"`        // receive packet buffer; arrivals beyond it drop
+	AckReqEvery    int       `yaml:"ack_req_every"`    // ACK requested every N packets of long messages (and on each last one)
+	CNPPrio        *int      `yaml:"cnp_prio"`         // 802.1p priority of CNPs
 
-	PCIe      PCIe      `yaml:"pcie"`
-	Doorbells Doorbells `yaml:"doorbells"`
-	CPU       RNICCPU   `yaml:"cpu"`
+	PCIe      PCIe      `yaml:"pcie"`         // the host interface of the NIC
+	Doorbells Doorbells `yaml:"doorbells"`    // the doorbell registers per verbs context
+	CPU       RNICCPU   `yaml:"cpu"`          // CPU costs of provider calls, charged to the calling I/O thread
 	QP        QPAttrs   `yaml:"qp,omitempty"` // rc/ud flows only (benchmarks set their own)
 }
 
@@ -155,8 +155,8 @@ type PCIe struct {
 // without a lock; later QPs share Shared registers under a spin lock,
 // across threads, unless they were created in a thread domain.
 type Doorbells struct {
-	LockFree *int `yaml:"lock_free"`
-	Shared   int  `yaml:"shared"`
+	LockFree *int `yaml:"lock_free"` // dedicated doorbell registers: the first N QPs get one each, rung without a lock
+	Shared   int  `yaml:"shared"`    // shared doorbell registers the later QPs share under a spin lock
 }
 
 // RNICCPU are the CPU costs of provider calls, charged to the I/O thread
@@ -165,14 +165,14 @@ type RNICCPU struct {
 	PostSend       *Duration `yaml:"post_send"`         // ibv_post_send fixed part
 	PostSendPerWQE *Duration `yaml:"post_send_per_wqe"` // building one send WQE
 	Doorbell       *Duration `yaml:"doorbell"`          // doorbell record + BlueFlame write (under the bfreg lock)
-	PostRecv       *Duration `yaml:"post_recv"`
-	PostRecvPerWQE *Duration `yaml:"post_recv_per_wqe"`
-	Poll           *Duration `yaml:"poll"`
-	PollPerCQE     *Duration `yaml:"poll_per_cqe"`
-	LockAcquire    *Duration `yaml:"lock_acquire"`  // uncontended spin-lock acquire
-	LockTransfer   *Duration `yaml:"lock_transfer"` // the lock's cache line moving from another core
-	RegMR          *Duration `yaml:"reg_mr"`        // ibv_reg_mr fixed cost
-	RegMRPerPage   *Duration `yaml:"reg_mr_per_page"`
+	PostRecv       *Duration `yaml:"post_recv"`         // ibv_post_recv fixed part
+	PostRecvPerWQE *Duration `yaml:"post_recv_per_wqe"` // one receive WQE
+	Poll           *Duration `yaml:"poll"`              // ibv_poll_cq fixed part
+	PollPerCQE     *Duration `yaml:"poll_per_cqe"`      // reading one CQE
+	LockAcquire    *Duration `yaml:"lock_acquire"`      // uncontended spin-lock acquire
+	LockTransfer   *Duration `yaml:"lock_transfer"`     // the lock's cache line moving from another core
+	RegMR          *Duration `yaml:"reg_mr"`            // ibv_reg_mr fixed cost
+	RegMRPerPage   *Duration `yaml:"reg_mr_per_page"`   // ibv_reg_mr cost per 4 KiB page
 }
 
 // QPAttrs are the RC QP attributes the runner's application sets (ibverbs
@@ -264,7 +264,7 @@ func (k *BenchmarkKind) UnmarshalYAML(n *yaml.Node) error {
 // simulated NICs (the rnic section's model) back to back on one wire. Only
 // the keys of its Kind may be set, as with topologies.
 type Benchmark struct {
-	Kind   BenchmarkKind `yaml:"kind"`
+	Kind   BenchmarkKind `yaml:"kind"`   // the benchmark: perftest, msgrate, fragsize or hol
 	Warmup Duration      `yaml:"warmup"` // before each point's measured interval (the top-level duration)
 	// Message is the message size: perftest default 64KiB for rc and the
 	// point's MTU for ud; msgrate default 512B.
@@ -274,17 +274,17 @@ type Benchmark struct {
 	// (rate, MTU) is run with every transport in Transports unless the
 	// point names its own.
 	Points     []PerfPoint `yaml:"points,omitempty"`
-	Rates      []Rate      `yaml:"rates,omitempty"`
-	MTUs       []Size      `yaml:"mtus,omitempty"`
-	Transports []Transport `yaml:"transports,omitempty"`
-	TxDepth    int         `yaml:"tx_depth,omitempty"` // sends outstanding (perftest -t)
-	RxDepth    int         `yaml:"rx_depth,omitempty"` // receives posted (perftest -r)
-	CQMod      int         `yaml:"cq_mod,omitempty"`   // one signalled send in cq_mod (perftest --cq-mod)
-	Delay      Duration    `yaml:"delay,omitempty"`    // one-way cable delay
+	Rates      []Rate      `yaml:"rates,omitempty"`      // perftest (with mtus): link rates of the points
+	MTUs       []Size      `yaml:"mtus,omitempty"`       // perftest (with rates): RoCE MTUs of the points
+	Transports []Transport `yaml:"transports,omitempty"` // perftest: transports each point runs with (default rc and ud)
+	TxDepth    int         `yaml:"tx_depth,omitempty"`   // sends outstanding (perftest -t)
+	RxDepth    int         `yaml:"rx_depth,omitempty"`   // receives posted (perftest -r)
+	CQMod      int         `yaml:"cq_mod,omitempty"`     // one signalled send in cq_mod (perftest --cq-mod)
+	Delay      Duration    `yaml:"delay,omitempty"`      // one-way cable delay
 
-	// msgrate. Through is nic (unset: nic, not filled in) or core.
-	Through       MsgRateThrough `yaml:"through,omitempty"`
-	Threads       int            `yaml:"threads,omitempty"`
+	// msgrate.
+	Through       MsgRateThrough `yaml:"through,omitempty"`        // what the messages are posted through: nic (verbs directly; unset means nic) or core (the ByteExpress core)
+	Threads       int            `yaml:"threads,omitempty"`        // I/O threads posting WRITEs
 	QPs           []int          `yaml:"qps,omitempty"`            // one run per QP count
 	ThreadDomains []bool         `yaml:"thread_domains,omitempty"` // one series per value
 	Rate          Rate           `yaml:"rate,omitempty"`           // link rate
@@ -315,9 +315,9 @@ type Benchmark struct {
 // PerfPoint is one perftest configuration. Transport "" means every one of
 // Benchmark.Transports.
 type PerfPoint struct {
-	Rate      Rate      `yaml:"rate"`
-	MTU       Size      `yaml:"mtu"`
-	Transport Transport `yaml:"transport,omitempty"`
+	Rate      Rate      `yaml:"rate"`                // the link rate
+	MTU       Size      `yaml:"mtu"`                 // the RoCE MTU
+	Transport Transport `yaml:"transport,omitempty"` // rc or ud (default: every one of benchmark.transports)
 }
 
 // PerfRun is one perftest measurement of an expanded benchmark.

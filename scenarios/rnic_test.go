@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"github.com/besim/besim/units"
 	"strings"
 	"testing"
 )
@@ -262,7 +263,7 @@ flows:
 		{"units", r.Units, 16},
 		{"qp_cache_entries", r.QPCacheEntries, 1024},
 		{"rx_buffer", r.RxBuffer, 512 * KiB},
-		{"pcie", r.PCIe.Bandwidth, 212 * Gbps},
+		{"pcie", r.PCIe.Bandwidth, Rate(212 * units.Gbps)},
 		{"read latency", r.PCIe.ReadLatency.String(), "500ns"},
 		{"lock free", *r.Doorbells.LockFree, 64},
 		{"shared", r.Doorbells.Shared, 12},
@@ -272,9 +273,9 @@ flows:
 		{"K", d.AlphaTimer.String(), "55us"},
 		{"B", d.ByteCounter, 10 * MB},
 		{"F", *d.FastRecovery, 5},
-		{"R_AI", d.AIRate, 5 * Mbps},
-		{"R_HAI", d.HAIRate, 50 * Mbps},
-		{"min", d.MinRate, 100 * Mbps},
+		{"R_AI", d.AIRate, Rate(5 * units.Mbps)},
+		{"R_HAI", d.HAIRate, Rate(50 * units.Mbps)},
+		{"min", d.MinRate, Rate(100 * units.Mbps)},
 		{"N", d.CNPInterval.String(), "50us"},
 		{"rc transport", s.Flows[0].Transport, RC},
 		{"rc message", s.Flows[0].Message, 64 * KiB},
@@ -291,7 +292,7 @@ flows:
 		}
 	}
 	fl := s.ExpandFlows()
-	if !fl[0].Line || fl[2].Line || fl[2].Rate != 10*Gbps || fl[1].Transport != UD || fl[2].Size != 1000000 {
+	if !fl[0].Line || fl[2].Line || fl[2].Rate != 10*units.Gbps || fl[1].Transport != UD || fl[2].Size != 1000000 {
 		t.Errorf("instances: %+v", fl)
 	}
 	if err := s.ApplyDefaults(); err != nil {
@@ -351,7 +352,7 @@ func TestBenchmarkDefaultsAndRuns(t *testing.T) {
 	}
 	mb := m.Benchmark
 	if m.Duration.String() != "1ms" || mb.Warmup.String() != "500us" || mb.Threads != 8 || len(mb.QPs) != 7 || mb.QPs[6] != 512 ||
-		len(mb.ThreadDomains) != 2 || mb.Message != 512 || mb.Rate != 200*Gbps || mb.Depth != 16 || mb.SignalEvery != 8 ||
+		len(mb.ThreadDomains) != 2 || mb.Message != 512 || mb.Rate != 200*units.Gbps || mb.Depth != 16 || mb.SignalEvery != 8 ||
 		mb.AppWork.String() != "150ns" || mb.Jitter != 0.5 {
 		t.Errorf("msgrate defaults: %s %+v", m.Duration, mb)
 	}

@@ -1,26 +1,27 @@
 package scenarios
 
 import (
+	"github.com/besim/besim/units"
 	"reflect"
 	"strings"
 )
 
 // Limits of the RNIC, DCQCN, rc/ud flow and benchmark keys.
 const (
-	maxMessage     = 1 << 30 // bytes per work request (verbs allows < 2 GiB)
-	maxQueueDepth  = 32768   // ConnectX max_qp_wr
-	maxUnits       = 4096
-	maxCacheQPs    = 1 << 24
-	maxDoorbells   = 1 << 16
-	maxStages      = 1000
-	maxBenchRuns   = 1000
-	maxBenchRate   = 10 * Tbps
-	maxThreads     = 1024
-	maxBenchQPs    = 65536
-	maxBenchCQEs   = 1 << 22 // qps x depth completions per thread CQ
-	maxQPTimeout   = 31
-	maxRetry       = 7
-	maxMinRNRTimer = 31
+	maxMessage          = 1 << 30 // bytes per work request (verbs allows < 2 GiB)
+	maxQueueDepth       = 32768   // ConnectX max_qp_wr
+	maxUnits            = 4096
+	maxCacheQPs         = 1 << 24
+	maxDoorbells        = 1 << 16
+	maxStages           = 1000
+	maxBenchRuns        = 1000
+	maxBenchRate   Rate = 10 * units.Tbps
+	maxThreads          = 1024
+	maxBenchQPs         = 65536
+	maxBenchCQEs        = 1 << 22 // qps x depth completions per thread CQ
+	maxQPTimeout        = 31
+	maxRetry            = 7
+	maxMinRNRTimer      = 31
 )
 
 func durp(p *Duration) Duration {

@@ -87,6 +87,12 @@ func init() {
 				"YAML support at it (a first line `# yaml-language-server: $schema=PATH/schema.json`). Structural\n" +
 				"only: `besim validate` checks the rest.",
 			example: "besim schema > scenarios/schema.json", run: cmdSchema},
+		{name: "completion", args: "bash|zsh|fish", short: "print a shell completion script",
+			long: "Prints a completion script for bash, zsh or fish: subcommands, their flags, embedded scenario names,\n" +
+				"and the scenario keys after --set. It is generated from this binary (print it again after an upgrade).",
+			example: "besim completion bash > ~/.local/share/bash-completion/completions/besim\n" +
+				"besim completion fish > ~/.config/fish/completions/besim.fish\nsource <(besim completion zsh)",
+			run: cmdCompletion},
 		{name: "version", short: "print the version and VCS revision of this build",
 			long:    "Prints the module version and VCS revision from the build information (unknown under go run).",
 			example: "besim version", run: cmdVersion},

@@ -13,6 +13,7 @@ package msgrate
 
 import (
 	"fmt"
+	"github.com/besim/besim/units"
 	"math/rand/v2"
 
 	"github.com/besim/besim/report"
@@ -58,7 +59,7 @@ func (c Config) WithDefaults() Config {
 		c.MsgSize = 512
 	}
 	if c.Rate == 0 {
-		c.Rate = 200 * int64(scenarios.Gbps)
+		c.Rate = 200 * units.Gbps
 	}
 	if c.Depth == 0 {
 		c.Depth = 16

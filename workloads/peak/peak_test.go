@@ -1,6 +1,7 @@
 package peak
 
 import (
+	"github.com/besim/besim/units"
 	"testing"
 
 	"github.com/besim/besim/report"
@@ -10,12 +11,12 @@ import (
 // TestPointsAndAdd: points come from points or the rates x mtus product;
 // Add writes one row and three metrics per point, -1 where missing.
 func TestPointsAndAdd(t *testing.T) {
-	b := &scenarios.Benchmark{Rates: []scenarios.Rate{25 * scenarios.Gbps, 100 * scenarios.Gbps}, MTUs: []scenarios.Size{1024, 4096}}
+	b := &scenarios.Benchmark{Rates: []scenarios.Rate{25 * units.Gbps, 100 * units.Gbps}, MTUs: []scenarios.Size{1024, 4096}}
 	pts := Points(b)
 	if len(pts) != 4 || pts[1] != (Point{25e9, 4096}) || Key(pts[2]) != "100G/1024B" {
 		t.Fatalf("points %+v", pts)
 	}
-	b = &scenarios.Benchmark{Points: []scenarios.PerfPoint{{Rate: 200 * scenarios.Gbps, MTU: 4096}}, Message: scenarios.MiB, Depth: 8, Fragment: 64 * scenarios.KiB}
+	b = &scenarios.Benchmark{Points: []scenarios.PerfPoint{{Rate: 200 * units.Gbps, MTU: 4096}}, Message: scenarios.MiB, Depth: 8, Fragment: 64 * scenarios.KiB}
 	if p := Points(b); len(p) != 1 || p[0] != (Point{200e9, 4096}) {
 		t.Fatalf("points %+v", p)
 	}

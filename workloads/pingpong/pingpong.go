@@ -12,6 +12,7 @@ package pingpong
 
 import (
 	"fmt"
+	"github.com/besim/besim/units"
 	"slices"
 
 	"github.com/besim/besim/report"
@@ -149,8 +150,8 @@ func summary(v []sim.Time) (mean, p50, p99, mx float64) {
 
 // RateKey is "25G" for whole Gb/s, else the rate's own spelling.
 func RateKey(r int64) string {
-	if r%int64(scenarios.Gbps) == 0 {
-		return fmt.Sprintf("%dG", r/int64(scenarios.Gbps))
+	if r%int64(units.Gbps) == 0 {
+		return fmt.Sprintf("%dG", r/int64(units.Gbps))
 	}
 	return scenarios.Rate(r).String()
 }

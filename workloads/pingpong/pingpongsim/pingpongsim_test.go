@@ -1,9 +1,9 @@
 package pingpongsim
 
 import (
+	"github.com/besim/besim/units"
 	"testing"
 
-	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/workloads/internal/wltest"
 	"github.com/besim/besim/workloads/pingpong"
@@ -22,11 +22,11 @@ func TestLatencyShape(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, s := range st {
-			t.Logf("%3dG %5d B: RTT mean %.2f P99 %.2f us, one-way %.2f us, %d samples", rate/fabric.Gbps, s.Message, s.RTTMean, s.RTTP99, s.OneWayMean, s.Samples)
+			t.Logf("%3dG %5d B: RTT mean %.2f P99 %.2f us, one-way %.2f us, %d samples", rate/units.Gbps, s.Message, s.RTTMean, s.RTTP99, s.OneWayMean, s.Samples)
 		}
 		return st
 	}
-	st := run(100*fabric.Gbps, 32, 4096, 8192)
+	st := run(100*units.Gbps, 32, 4096, 8192)
 	small, edge, big := st[0], st[1], st[2]
 	if small.Samples < 50 || small.RTTMean <= 0 || small.RTTP99 < small.RTTMean {
 		t.Fatalf("32 B: %+v", small)
@@ -37,7 +37,7 @@ func TestLatencyShape(t *testing.T) {
 	if r := small.OneWayMean / small.RTTMean; r < 0.4 || r > 0.6 {
 		t.Errorf("32 B one-way %.2f of RTT %.2f", small.OneWayMean, small.RTTMean)
 	}
-	slow := run(25*fabric.Gbps, 8192)
+	slow := run(25*units.Gbps, 8192)
 	if slow[0].RTTMean <= big.RTTMean {
 		t.Errorf("8 KiB at 25G %.2f us, at 100G %.2f us: want 25G slower", slow[0].RTTMean, big.RTTMean)
 	}
