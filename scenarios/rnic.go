@@ -81,6 +81,61 @@ func (c *CCKind) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(c), "congestion control", ccKinds)
 }
 
+// DCQCNProfile is a set of DCQCN defaults (dcqcn.profile).
+type DCQCNProfile string
+
+// DCQCN profiles.
+const (
+	// ProfilePaper: the DCQCN paper's values where it fixes them
+	// (dcqcn.DefaultConfig), its per-CNP alpha update.
+	ProfilePaper DCQCNProfile = "dcqcn-paper"
+	// ProfileConnectX: the ConnectX firmware defaults (dcqcn.ConnectXConfig,
+	// sources there): the periodic alpha estimator, decrease period,
+	// byte and time reset, target clamping.
+	ProfileConnectX DCQCNProfile = "connectx"
+)
+
+var dcqcnProfiles = []string{string(ProfilePaper), string(ProfileConnectX)}
+
+// UnmarshalYAML accepts one of dcqcn-paper, connectx.
+func (p *DCQCNProfile) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(p), "DCQCN profile", dcqcnProfiles)
+}
+
+// AlphaUpdate is dcqcn.alpha_update: how alpha follows the CNPs.
+type AlphaUpdate string
+
+// Alpha estimators.
+const (
+	AlphaOnCNP     AlphaUpdate = "on-cnp"     // the paper: alpha rises on each decrease, decays per quiet alpha_timer
+	AlphaPerPeriod AlphaUpdate = "per-period" // ConnectX: once per alpha_timer, up if a CNP arrived in it, else down
+)
+
+var alphaUpdates = []string{string(AlphaOnCNP), string(AlphaPerPeriod)}
+
+// UnmarshalYAML accepts one of on-cnp, per-period.
+func (a *AlphaUpdate) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(a), "alpha update", alphaUpdates)
+}
+
+// TargetClamp is dcqcn.target_clamp: when a decrease resets the target
+// rate to the current rate.
+type TargetClamp string
+
+// Target clamping choices.
+const (
+	ClampAlways     TargetClamp = "always"      // the paper (ConnectX clamp_tgt_rate 1)
+	ClampAfterTimer TargetClamp = "after-timer" // only after a timer increase (ConnectX default)
+	ClampNever      TargetClamp = "never"
+)
+
+var targetClamps = []string{string(ClampAlways), string(ClampAfterTimer), string(ClampNever)}
+
+// UnmarshalYAML accepts one of always, after-timer, never.
+func (c *TargetClamp) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(c), "target clamp", targetClamps)
+}
+
 // PayloadMode says whether the simulated NIC moves payload bytes.
 type PayloadMode string
 
@@ -186,8 +241,11 @@ type QPAttrs struct {
 
 // DCQCN is the reaction-point parameters (dcqcn.Config, Zhu et al.
 // SIGCOMM 2015) of every QP and the notification point's CNP interval.
-// Used only with rnic.cc: dcqcn; every key is optional.
+// Used only with rnic.cc: dcqcn; every key is optional. Profile picks the
+// defaults of the others (the paper's or ConnectX firmware's); a key set
+// explicitly overrides its profile value.
 type DCQCN struct {
+	Profile      DCQCNProfile `yaml:"profile,omitempty"`
 	G            Ratio     `yaml:"g"`             // alpha gain g
 	InitialAlpha Ratio     `yaml:"initial_alpha"` // alpha before the first CNP
 	AlphaTimer   Duration  `yaml:"alpha_timer"`   // K: alpha decays after each K without a CNP
@@ -201,6 +259,11 @@ type DCQCN struct {
 	// DecreasePeriod: at most one rate decrease per period (0: every CNP,
 	// the paper; ConnectX: rate_reduce_monitor_period 4us).
 	DecreasePeriod *Duration `yaml:"decrease_period,omitempty"`
+	// AlphaUpdate: on-cnp (the paper) or per-period (ConnectX dce_tcp_rtt).
+	AlphaUpdate AlphaUpdate `yaml:"alpha_update,omitempty"`
+	// TargetClamp: always (the paper) or after-timer/never (ConnectX
+	// clamp_tgt_rate, clamp_tgt_rate_after_time_inc).
+	TargetClamp TargetClamp `yaml:"target_clamp,omitempty"`
 }
 
 // BenchmarkKind selects a benchmark.
