@@ -246,16 +246,16 @@ type QPAttrs struct {
 // explicitly overrides its profile value.
 type DCQCN struct {
 	Profile      DCQCNProfile `yaml:"profile,omitempty"`
-	G            Ratio     `yaml:"g"`             // alpha gain g
-	InitialAlpha Ratio     `yaml:"initial_alpha"` // alpha before the first CNP
-	AlphaTimer   Duration  `yaml:"alpha_timer"`   // K: alpha decays after each K without a CNP
-	RateTimer    Duration  `yaml:"rate_timer"`    // T: rate-increase timer
-	ByteCounter  Size      `yaml:"byte_counter"`  // B: rate increase every B bytes sent
-	FastRecovery *int      `yaml:"fast_recovery"` // F: fast-recovery stages before additive increase
-	AIRate       Rate      `yaml:"ai_rate"`       // R_AI: additive-increase step
-	HAIRate      Rate      `yaml:"hai_rate"`      // R_HAI: hyper-increase step
-	MinRate      Rate      `yaml:"min_rate"`      // floor of the current rate
-	CNPInterval  *Duration `yaml:"cnp_interval"`  // N: at most one CNP per QP per interval (0: every marked packet)
+	G            Ratio        `yaml:"g"`             // alpha gain g
+	InitialAlpha Ratio        `yaml:"initial_alpha"` // alpha before the first CNP
+	AlphaTimer   Duration     `yaml:"alpha_timer"`   // K: alpha decays after each K without a CNP
+	RateTimer    Duration     `yaml:"rate_timer"`    // T: rate-increase timer
+	ByteCounter  Size         `yaml:"byte_counter"`  // B: rate increase every B bytes sent
+	FastRecovery *int         `yaml:"fast_recovery"` // F: fast-recovery stages before additive increase
+	AIRate       Rate         `yaml:"ai_rate"`       // R_AI: additive-increase step
+	HAIRate      Rate         `yaml:"hai_rate"`      // R_HAI: hyper-increase step
+	MinRate      Rate         `yaml:"min_rate"`      // floor of the current rate
+	CNPInterval  *Duration    `yaml:"cnp_interval"`  // N: at most one CNP per QP per interval (0: every marked packet)
 	// DecreasePeriod: at most one rate decrease per period (0: every CNP,
 	// the paper; ConnectX: rate_reduce_monitor_period 4us).
 	DecreasePeriod *Duration `yaml:"decrease_period,omitempty"`
