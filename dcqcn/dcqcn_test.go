@@ -25,6 +25,9 @@ func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig(100 * gbps).Validate(); err != nil {
 		t.Fatalf("default config: %v", err)
 	}
+	if err := ConnectXConfig(100 * gbps).Validate(); err != nil {
+		t.Fatalf("ConnectX config: %v", err)
+	}
 	if got := DefaultConfig(10 * mbps).MinRate; got != 10*mbps {
 		t.Errorf("DefaultConfig(10 Mb/s).MinRate = %d, want capped at line rate", got)
 	}
@@ -49,6 +52,7 @@ func TestConfigValidate(t *testing.T) {
 		{"FastRecoveryStages", func(c *Config) { c.FastRecoveryStages = -1 }},
 		{"AdditiveIncrease", func(c *Config) { c.AdditiveIncrease = -1 }},
 		{"HyperIncrease", func(c *Config) { c.HyperIncrease = -1 }},
+		{"TargetClamp", func(c *Config) { c.TargetClamp = ClampNever + 1 }},
 	}
 	for _, tc := range cases {
 		c := DefaultConfig(100 * gbps)
