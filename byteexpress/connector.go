@@ -27,10 +27,15 @@ type ConnInfo struct {
 	// FragSize is the sender's effective fragment size S, which the peer
 	// needs to size messages written into pre-known buffers.
 	FragSize uint32
+	// FlowLabel is the flow label of both QPs' address vectors, set by the
+	// dialing side (Endpoint.DialPath) and adopted by the passive side, so
+	// that both directions of the connection are pinned to one path (the
+	// RoCEv2 UDP source port derives from it). 0: not pinned.
+	FlowLabel uint32
 }
 
 // ConnInfoSize is the wire size of a ConnInfo.
-const ConnInfoSize = verbs.QPInfoSize + 12
+const ConnInfoSize = verbs.QPInfoSize + 16
 
 // Marshal encodes c in ConnInfoSize bytes (for Connectors over a byte
 // stream, such as the TCP side channel on real hardware).
@@ -40,6 +45,7 @@ func (c ConnInfo) Marshal() []byte {
 	b = binary.BigEndian.AppendUint32(b, c.RecvDepth)
 	b = binary.BigEndian.AppendUint32(b, c.RecvBufSize)
 	b = binary.BigEndian.AppendUint32(b, c.FragSize)
+	b = binary.BigEndian.AppendUint32(b, c.FlowLabel)
 	return b
 }
 
@@ -58,6 +64,10 @@ func UnmarshalConnInfo(b []byte) (ConnInfo, error) {
 	c.RecvDepth = binary.BigEndian.Uint32(b[0:])
 	c.RecvBufSize = binary.BigEndian.Uint32(b[4:])
 	c.FragSize = binary.BigEndian.Uint32(b[8:])
+	c.FlowLabel = binary.BigEndian.Uint32(b[12:])
+	if c.FlowLabel > maxFlowLabel {
+		return c, fmt.Errorf("byteexpress: connection info with flow label %#x, above the 20-bit %#x", c.FlowLabel, maxFlowLabel)
+	}
 	if c.RecvBufSize < minSendCap || c.FragSize == 0 {
 		return c, fmt.Errorf("byteexpress: connection info with receive buffers of %d bytes, fragments of %d", c.RecvBufSize, c.FragSize)
 	}

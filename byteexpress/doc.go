@@ -35,8 +35,11 @@
 //     metadata round trip. Metadata requests are pipelined up to
 //     MetaLookahead messages per socket.
 //   - Sockets (§6.1): logical connections multiplexed onto engines through
-//     a connection table keyed by remote address. Dial attaches to the
-//     existing engine or creates one; success is reported asynchronously
+//     a connection table keyed by remote address (and path: DialPath gives
+//     each path index an engine of its own, its QP's flow label pinning it
+//     to one path through the fabric, the label passed in ConnInfo so the
+//     peer's QP uses it too; the RPC layer's path change, §7.2). Dial
+//     attaches to the existing engine or creates one; success is reported asynchronously
 //     (EvConnected) after the QP information exchange through a pluggable
 //     Connector. Each socket has its own FIFO; a round-robin scheduler over
 //     the sendable sockets of an engine gives each at most one fragment per

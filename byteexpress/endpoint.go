@@ -36,7 +36,7 @@ type Endpoint struct {
 	threads []*IOThread
 
 	mu        sync.Mutex
-	table     map[Addr]*engine
+	table     map[engKey]*engine
 	rr        int
 	nextEng   uint64
 	closed    bool
@@ -61,7 +61,7 @@ func NewEndpoint(p Params, cfg Config) (*Endpoint, error) {
 	if attr.MaxCQE > 0 && cfg.CQDepth > attr.MaxCQE {
 		return nil, fmt.Errorf("byteexpress: CQDepth %d exceeds the device's %d", cfg.CQDepth, attr.MaxCQE)
 	}
-	ep := &Endpoint{p: p, cfg: cfg, table: make(map[Addr]*engine)}
+	ep := &Endpoint{p: p, cfg: cfg, table: make(map[engKey]*engine)}
 	for i := range cfg.Threads {
 		t, err := newThread(ep, i)
 		if err != nil {
@@ -106,17 +106,51 @@ func (ep *Endpoint) Free(b Buffer) error {
 // by an EvConnected event (after the out-of-band exchange for a new engine),
 // failure by EvSocketFailed. Messages may be sent at once; they wait for the
 // engine.
-func (ep *Endpoint) Dial(remote Addr) (*Socket, error) {
+func (ep *Endpoint) Dial(remote Addr) (*Socket, error) { return ep.dial(remote, 0) }
+
+// engKey keys the connection table: the remote address and the flow label
+// of the engine's path (0: not pinned).
+type engKey struct {
+	addr  Addr
+	label uint32
+}
+
+// maxFlowLabel is the largest IPv6/GRH flow label (20 bits).
+const maxFlowLabel = 1<<20 - 1
+
+// PathLabel is the flow label of path index path (Endpoint.DialPath):
+// 1<<8 | path. A simulated RNIC reads the low 8 bits as the path its frames
+// are pinned to and the rest as the flow's entropy (rnic, fabric.Packet.Path);
+// on hardware the NIC derives the RoCEv2 UDP source port, the fabric's ECMP
+// entropy, from the label.
+func PathLabel(path int) uint32 { return 1<<8 | uint32(path) }
+
+// DialPath is Dial over path index path (0..255; the paper's port affinity,
+// §7.2): the socket attaches to (or creates) this endpoint's engine to
+// remote on that path, a QP of its own whose address vector carries the
+// flow label PathLabel(path), which the peer's engine adopts. Different
+// paths are different engines, so a path change is a new connection that
+// the fabric routes elsewhere; Dial's engine (no label) is a third kind.
+func (ep *Endpoint) DialPath(remote Addr, path int) (*Socket, error) {
+	if path < 0 || path > 255 {
+		return nil, fmt.Errorf("byteexpress: path %d: must be in 0..255", path)
+	}
+	return ep.dial(remote, PathLabel(path))
+}
+
+func (ep *Endpoint) dial(remote Addr, label uint32) (*Socket, error) {
 	ep.mu.Lock()
 	if ep.closed {
 		ep.mu.Unlock()
 		return nil, ErrClosed
 	}
-	e := ep.table[remote]
+	k := engKey{remote, label}
+	e := ep.table[k]
 	create := e == nil
 	if create {
 		e = ep.newEngine(remote, true)
-		ep.table[remote] = e
+		e.label = label
+		ep.table[k] = e
 	}
 	s := &Socket{id: e.nextSID.Add(1), local: true, eng: e, uid: ep.sockUID.Add(1)}
 	if create && !e.th.push(cmd{kind: cmdCreate, e: e}) {
@@ -144,8 +178,9 @@ func (ep *Endpoint) HandleConnect(from Addr, peer ConnInfo, reply func(ConnInfo,
 		return
 	}
 	e := ep.newEngine(from, false)
-	if ep.table[from] == nil {
-		ep.table[from] = e
+	e.label = peer.FlowLabel
+	if k := (engKey{from, e.label}); ep.table[k] == nil {
+		ep.table[k] = e
 	}
 	ok := e.th.push(cmd{kind: cmdCreatePassive, e: e, info: peer, reply: reply})
 	ep.mu.Unlock()
@@ -167,8 +202,8 @@ func (ep *Endpoint) newEngine(remote Addr, active bool) *engine {
 // forget removes a failed engine from the connection table.
 func (ep *Endpoint) forget(e *engine) {
 	ep.mu.Lock()
-	if ep.table[e.remote] == e {
-		delete(ep.table, e.remote)
+	if k := (engKey{e.remote, e.label}); ep.table[k] == e {
+		delete(ep.table, k)
 	}
 	ep.mu.Unlock()
 }

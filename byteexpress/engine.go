@@ -19,7 +19,8 @@ type engine struct {
 	th      *IOThread
 	id      uint64
 	remote  Addr
-	active  bool // this side dialed (sends HELLO first)
+	label   uint32 // flow label of the QP's path (DialPath; 0: not pinned)
+	active  bool   // this side dialed (sends HELLO first)
 	nextSID atomic.Uint32
 
 	// Exposed buffers (§5.3.2 pre-known remote buffers): written by
@@ -191,7 +192,7 @@ func (e *engine) localInfo() ConnInfo {
 		mtu = 1024
 	}
 	ci := ConnInfo{QP: verbs.QPInfo{QPN: e.qpn, PSN: e.psn, GID: attr.GID, MTU: mtu},
-		RecvBufSize: uint32(e.th.cfg.RecvBufSize), FragSize: uint32(e.th.fragSize())}
+		RecvBufSize: uint32(e.th.cfg.RecvBufSize), FragSize: uint32(e.th.fragSize()), FlowLabel: e.label}
 	if e.th.srq == nil {
 		ci.RecvDepth = uint32(e.th.cfg.RQDepth)
 	}
@@ -211,7 +212,7 @@ func (e *engine) connect(peer ConnInfo) error {
 	rtr := verbs.QPAttr{State: verbs.StateRTR, PathMTU: mtu, DestQPN: peer.QP.QPN, RQPSN: peer.QP.PSN,
 		MaxDestRdAtomic: 1, MinRNRTimer: cfg.MinRNRTimer,
 		AH: verbs.AHAttr{DGID: peer.QP.GID, SGIDIndex: cfg.GIDIndex, HopLimit: 64, TrafficClass: cfg.TrafficClass,
-			ServiceLevel: cfg.ServiceLevel, PortNum: cfg.Port}}
+			ServiceLevel: cfg.ServiceLevel, PortNum: cfg.Port, FlowLabel: e.label}}
 	if err := e.qp.Modify(&rtr, verbs.AttrState|verbs.AttrAV|verbs.AttrPathMTU|verbs.AttrDestQPN|
 		verbs.AttrRQPSN|verbs.AttrMaxDestRdAtomic|verbs.AttrMinRNRTimer); err != nil {
 		return fmt.Errorf("byteexpress: QP to RTR: %w", err)

@@ -32,14 +32,53 @@ type Config struct {
 	FastRecoveryStages int     // F: stages of fast recovery before increase
 	AdditiveIncrease   int64   // R_AI: Rt step in additive increase
 	HyperIncrease      int64   // R_HAI: Rt step unit in hyper increase
-	// DecreasePeriod coalesces decreases: a CNP within DecreasePeriod of
-	// the last decrease changes neither the rate nor alpha (it restarts
-	// the increase counters, as any CNP). 0 (the paper): every CNP
-	// decreases. ConnectX firmware has such a period
-	// (rate_reduce_monitor_period); it defers a CNP inside it to a
-	// decrease at its end, where this drops it (under steady marking both
-	// give one decrease per period).
+	// DecreasePeriod coalesces decreases: at most one decrease per period.
+	// A CNP within DecreasePeriod of the last decrease is deferred to one
+	// decrease at the period's end (ConnectX rate_reduce_monitor_period:
+	// "if a CNP is received during the interval, the flow rate is reduced
+	// at the beginning of the next interval"); CNPs until then join it.
+	// The increase counters restart at the decrease, not at each CNP. 0
+	// (the paper): every CNP decreases at once.
 	DecreasePeriod int64
+	// AlphaSampled selects the ConnectX alpha estimator instead of the
+	// paper's: alpha is updated once every AlphaTimer (dce_tcp_rtt) from
+	// the first CNP on, alpha = (1-G)·alpha + G if a CNP arrived in that
+	// period and (1-G)·alpha otherwise; a CNP itself does not change alpha.
+	// The first CNP does not count as an arrival: InitialAlpha stands for
+	// it (as in the ns-3 HPCC simulator's Mellanox model). false (the
+	// paper): alpha rises on every decrease and decays per quiet K.
+	AlphaSampled bool
+	// TargetClamp is when a decrease sets the target rate Rt to the
+	// current rate Rc first. ClampAlways (0) is the paper's.
+	TargetClamp Clamp
+}
+
+// Clamp selects when a rate decrease clamps the target rate.
+type Clamp uint8
+
+// Target-rate clamping on a decrease.
+const (
+	// ClampAlways: Rt = Rc before every decrease (the paper; ConnectX
+	// clamp_tgt_rate = 1).
+	ClampAlways Clamp = iota
+	// ClampAfterTimer: Rt = Rc only if the latest rate increase since the
+	// previous decrease came from the rate timer, not the byte counter
+	// (ConnectX clamp_tgt_rate = 0 with clamp_tgt_rate_after_time_inc = 1,
+	// the firmware default); otherwise Rt keeps its value, so fast
+	// recovery returns towards the rate before the cut.
+	ClampAfterTimer
+	// ClampNever: Rt is never reset by a decrease (ConnectX clamp_tgt_rate
+	// = 0, clamp_tgt_rate_after_time_inc = 0).
+	ClampNever
+)
+
+var clampNames = [...]string{"always", "after-timer", "never"}
+
+func (c Clamp) String() string {
+	if int(c) < len(clampNames) {
+		return clampNames[c]
+	}
+	return fmt.Sprintf("Clamp(%d)", int(c))
 }
 
 // DefaultConfig returns the default parameters for a port of lineRate bits/s.
@@ -86,6 +125,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dcqcn: Config.AdditiveIncrease = %d bits/s: must be in [0, 2^53]", c.AdditiveIncrease)
 	case c.DecreasePeriod < 0:
 		return fmt.Errorf("dcqcn: Config.DecreasePeriod = %d ps: must be >= 0", c.DecreasePeriod)
+	case c.TargetClamp > ClampNever:
+		return fmt.Errorf("dcqcn: Config.TargetClamp = %d: must be ClampAlways, ClampAfterTimer or ClampNever", c.TargetClamp)
 	case c.HyperIncrease < 0 || c.HyperIncrease > maxRate:
 		return fmt.Errorf("dcqcn: Config.HyperIncrease = %d bits/s: must be in [0, 2^53]", c.HyperIncrease)
 	}

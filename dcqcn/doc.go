@@ -49,10 +49,15 @@
 //
 // Choices where sources differ or are silent:
 //
-//   - The paper's own RP semantics are kept: alpha rises on each CNP and
-//     decays per quiet K. ConnectX firmware instead samples "CNP seen" once
-//     per dce_tcp_rtt and coalesces decreases per rate_reduce_monitor_period;
-//     those are not modelled.
+//   - Two profiles (ConnectXConfig, scenario key dcqcn.profile): the
+//     paper's (DefaultConfig) keeps its RP semantics, alpha rising on each
+//     decrease and decaying per quiet K. ConnectXConfig takes the ConnectX
+//     firmware defaults with their sources (connectx.go) and the firmware's
+//     own mechanisms: alpha sampled once per dce_tcp_rtt (AlphaSampled),
+//     at most one decrease per rate_reduce_monitor_period, later CNPs
+//     deferred to its end (DecreasePeriod), and the target rate clamped
+//     only after a timer increase (TargetClamp). Fixed-point rounding of
+//     the firmware's 10-bit alpha is not modelled (alpha is a float64).
 //   - Timers start at the first CNP (as in ConnectX and ns-3): a flow that
 //     never saw congestion keeps alpha = alpha0 and generates no events.
 //   - Once Rc and Rt reach line rate every further increase is a no-op until

@@ -3,9 +3,12 @@ package dcqcn
 // Stats counts reaction-point events for reports.
 type Stats struct {
 	CNPs                uint64 // CNPs handled
-	RateDecreases       uint64 // CNPs that lowered Rc (not already at MinRate)
+	Decreases           uint64 // decreases applied (DecreasePeriod: at most one per period)
+	RateDecreases       uint64 // decreases that lowered Rc (not already at MinRate)
 	MinRateClamps       uint64 // decreases that MinRate cut short
 	AlphaDecays         uint64 // K periods that passed without a CNP
+	AlphaRises          uint64 // AlphaSampled: periods that saw a CNP
+	DeferredDecreases   uint64 // decreases deferred to a DecreasePeriod's end
 	TimerExpiries       uint64 // rate-increase timer expiries
 	ByteCounterExpiries uint64 // byte-counter expiries
 	FastRecovery        uint64 // increase events per stage type
@@ -31,6 +34,10 @@ type ReactionPoint struct {
 	bytes         int64 // bytes sent towards the next byte-counter expiry
 	lastDecrease  int64 // when the last CNP decreased the rate (DecreasePeriod)
 	decreased     bool  // a decrease happened (lastDecrease is set)
+	pending       bool  // a decrease is deferred to lastDecrease+DecreasePeriod
+	seen          bool  // a CNP arrived
+	cnpInPeriod   bool  // AlphaSampled: a CNP arrived in the current alpha period
+	lastIncTimer  bool  // the latest increase since the last decrease was the timer's
 
 	stats Stats
 }
@@ -82,42 +89,80 @@ func (r *ReactionPoint) Config() Config { return r.cfg }
 // Stats returns the event counters.
 func (r *ReactionPoint) Stats() Stats { return r.stats }
 
-// NextTimer returns the next rate-increase timer expiry, or Never while at
-// line rate. Alpha decay needs no wakeup: it is computed on the next event.
-func (r *ReactionPoint) NextTimer() int64 { return r.rateDeadline }
+// NextTimer returns the next rate-increase timer expiry or deferred
+// decrease, or Never. Alpha updates need no wakeup: they are computed on the
+// next event.
+func (r *ReactionPoint) NextTimer() int64 {
+	if r.pending {
+		return min(r.rateDeadline, addSat(r.lastDecrease, r.cfg.DecreasePeriod))
+	}
+	return r.rateDeadline
+}
 
 // OnTimer processes every alpha and rate-timer expiry at or before now.
 func (r *ReactionPoint) OnTimer(now int64) {
 	r.advance(r.clock(now))
 }
 
-// OnCNP applies the paper's multiplicative decrease after processing the
-// expiries due at or before now.
+// OnCNP handles a CNP after processing the expiries due at or before now:
+// the paper's multiplicative decrease, at once or (DecreasePeriod) at the
+// end of the current decrease period.
 func (r *ReactionPoint) OnCNP(now int64) {
 	now = r.clock(now)
 	r.advance(now)
 	r.stats.CNPs++
-
+	first := !r.seen
+	r.seen = true
+	if r.cfg.AlphaSampled {
+		if first {
+			// The estimator starts with the first CNP; InitialAlpha
+			// stands for that CNP.
+			r.alphaDeadline = addSat(now, r.cfg.AlphaTimer)
+		} else {
+			r.cnpInPeriod = true
+		}
+	} else {
+		r.alphaDeadline = addSat(now, r.cfg.AlphaTimer)
+	}
 	if p := r.cfg.DecreasePeriod; p <= 0 || !r.decreased || now >= addSat(r.lastDecrease, p) {
-		r.decreased, r.lastDecrease = true, now
+		r.decrease(now)
+		return
+	}
+	if !r.pending {
+		r.pending = true
+		r.stats.DeferredDecreases++
+	}
+}
+
+// decrease applies one multiplicative decrease at now.
+func (r *ReactionPoint) decrease(now int64) {
+	r.decreased, r.lastDecrease, r.pending = true, now, false
+	r.stats.Decreases++
+	switch r.cfg.TargetClamp {
+	case ClampAlways:
 		r.rt = r.rc
-		// The decrease uses alpha before this CNP's update, as in the paper.
-		rc := int64(float64(r.rc) * (1 - r.alpha/2))
-		if rc < r.cfg.MinRate {
-			rc = r.cfg.MinRate
-			r.stats.MinRateClamps++
+	case ClampAfterTimer:
+		if r.lastIncTimer {
+			r.rt = r.rc
 		}
-		if rc < r.rc {
-			r.stats.RateDecreases++
-		}
-		r.rc = rc
+	}
+	r.lastIncTimer = false
+	// The decrease uses alpha before this CNP's update, as in the paper.
+	rc := int64(float64(r.rc) * (1 - r.alpha/2))
+	if rc < r.cfg.MinRate {
+		rc = r.cfg.MinRate
+		r.stats.MinRateClamps++
+	}
+	if rc < r.rc {
+		r.stats.RateDecreases++
+	}
+	r.rc = rc
+	if !r.cfg.AlphaSampled {
 		r.alpha = float64(r.oneMinusG*r.alpha) + r.cfg.G
 		if r.alpha > 1 {
 			r.alpha = 1
 		}
 	}
-
-	r.alphaDeadline = addSat(now, r.cfg.AlphaTimer)
 	r.timerStage, r.byteStage, r.bytes = 0, 0, 0
 	if r.rc >= r.cfg.LineRate { // no decrease: alpha 0 or MinRate == LineRate
 		r.rateDeadline = Never
@@ -139,7 +184,7 @@ func (r *ReactionPoint) OnPacketSent(now int64, bytes int64) {
 		r.bytes -= r.cfg.ByteCounter
 		r.byteStage++
 		r.stats.ByteCounterExpiries++
-		if r.increase() {
+		if r.increase(false) {
 			r.bytes = 0
 			return
 		}
@@ -156,16 +201,35 @@ func (r *ReactionPoint) clock(now int64) int64 {
 }
 
 func (r *ReactionPoint) advance(now int64) {
-	if r.alphaDeadline <= now && r.alphaDeadline != Never {
-		r.decayAlpha(now)
-	}
-	for r.rateDeadline <= now && r.rateDeadline != Never {
-		r.timerStage++
-		r.stats.TimerExpiries++
-		if r.increase() {
+	for {
+		if r.pending {
+			// A deferred decrease, after the timer expiries due at or
+			// before its instant and with alpha as of then.
+			at := addSat(r.lastDecrease, r.cfg.DecreasePeriod)
+			if at <= now && at < r.rateDeadline {
+				r.alphaTo(at)
+				r.decrease(at)
+				continue
+			}
+		}
+		if r.rateDeadline > now || r.rateDeadline == Never {
 			break
 		}
+		r.timerStage++
+		r.stats.TimerExpiries++
+		if r.increase(true) {
+			continue
+		}
 		r.rateDeadline = addSat(r.rateDeadline, r.cfg.RateTimer)
+	}
+	r.alphaTo(now)
+}
+
+// alphaTo applies the alpha updates of the periods that ended at or before
+// now.
+func (r *ReactionPoint) alphaTo(now int64) {
+	if r.alphaDeadline <= now && r.alphaDeadline != Never {
+		r.decayAlpha(now)
 	}
 }
 
@@ -175,6 +239,16 @@ func (r *ReactionPoint) decayAlpha(now int64) {
 	elapsed := now - r.alphaDeadline
 	n := elapsed/k + 1
 	r.alphaDeadline = addSat(now-elapsed%k, k)
+	if r.cfg.AlphaSampled && r.cnpInPeriod {
+		// The period that ended first saw a CNP: alpha rises.
+		r.cnpInPeriod = false
+		r.stats.AlphaRises++
+		r.alpha = float64(r.oneMinusG*r.alpha) + r.cfg.G
+		if r.alpha > 1 {
+			r.alpha = 1
+		}
+		n--
+	}
 	r.stats.AlphaDecays += uint64(n)
 	// Repeated multiplication matches per-period wakeups bit for bit. It
 	// stops at the fixed point (alpha 0, or a subnormal that no longer
@@ -188,9 +262,11 @@ func (r *ReactionPoint) decayAlpha(now int64) {
 	}
 }
 
-// increase applies one rate-increase event for the current stage counts. It
-// reports whether Rc reached line rate, in which case the timer stops.
-func (r *ReactionPoint) increase() (atLineRate bool) {
+// increase applies one rate-increase event (of the rate timer, or the byte
+// counter) for the current stage counts. It reports whether Rc reached line
+// rate, in which case the timer stops.
+func (r *ReactionPoint) increase(timer bool) (atLineRate bool) {
+	r.lastIncTimer = timer
 	f := int64(r.cfg.FastRecoveryStages)
 	t, b := r.timerStage, r.byteStage
 	switch {

@@ -91,12 +91,30 @@ func NICConfig(s *scenarios.Scenario, lineRate int64) (rnic.Config, error) {
 }
 
 // DCQCNConfig is the reaction-point configuration for a port of lineRate
-// bits/s: dcqcn.DefaultConfig with the scenario's dcqcn keys applied.
+// bits/s: the profile's (dcqcn.DefaultConfig, or dcqcn.ConnectXConfig for
+// dcqcn.profile: connectx) with the scenario's dcqcn keys applied.
 func DCQCNConfig(s *scenarios.Scenario, lineRate int64) dcqcn.Config {
 	c := dcqcn.DefaultConfig(lineRate)
 	d := s.DCQCN
 	if d == nil {
 		return c
+	}
+	if d.Profile == scenarios.ProfileConnectX {
+		c = dcqcn.ConnectXConfig(lineRate)
+	}
+	switch d.AlphaUpdate {
+	case scenarios.AlphaOnCNP:
+		c.AlphaSampled = false
+	case scenarios.AlphaPerPeriod:
+		c.AlphaSampled = true
+	}
+	switch d.TargetClamp {
+	case scenarios.ClampAlways:
+		c.TargetClamp = dcqcn.ClampAlways
+	case scenarios.ClampAfterTimer:
+		c.TargetClamp = dcqcn.ClampAfterTimer
+	case scenarios.ClampNever:
+		c.TargetClamp = dcqcn.ClampNever
 	}
 	if d.G.Den > 0 {
 		c.G = d.G.Float64()

@@ -92,3 +92,47 @@ flows: [{src: 0, dst: 1}]
 		t.Errorf("every key:\n got %+v\nwant %+v", c, w)
 	}
 }
+
+// TestDCQCNProfiles: dcqcn.profile: connectx resolves to dcqcn.ConnectXConfig
+// and its CNP interval; an explicit key overrides its profile value, the
+// others keep the profile's; the mechanism keys override either profile.
+func TestDCQCNProfiles(t *testing.T) {
+	const head = "name: d\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}}\nhosts: {nic: rnic}\nrnic: {cc: dcqcn}\nflows: [{src: 0, dst: 1}]\n"
+	line := int64(25 * units.Gbps)
+	for _, c := range []struct {
+		dcqcn string
+		want  dcqcn.Config
+		cnp   int64
+	}{
+		{"", dcqcn.DefaultConfig(line), dcqcn.DefaultCNPInterval},
+		{"dcqcn: {profile: dcqcn-paper}\n", dcqcn.DefaultConfig(line), dcqcn.DefaultCNPInterval},
+		{"dcqcn: {profile: connectx}\n", dcqcn.ConnectXConfig(line), dcqcn.ConnectXCNPInterval},
+		{"dcqcn: {profile: connectx, byte_counter: 10MB, cnp_interval: 50us}\n", func() dcqcn.Config {
+			c := dcqcn.ConnectXConfig(line)
+			c.ByteCounter = 10_000_000
+			return c
+		}(), dcqcn.DefaultCNPInterval},
+		{"dcqcn: {profile: connectx, alpha_update: on-cnp, target_clamp: always, decrease_period: 0s}\n", func() dcqcn.Config {
+			c := dcqcn.ConnectXConfig(line)
+			c.AlphaSampled, c.TargetClamp, c.DecreasePeriod = false, dcqcn.ClampAlways, 0
+			return c
+		}(), dcqcn.ConnectXCNPInterval},
+		{"dcqcn: {alpha_update: per-period, target_clamp: never}\n", func() dcqcn.Config {
+			c := dcqcn.DefaultConfig(line)
+			c.AlphaSampled, c.TargetClamp = true, dcqcn.ClampNever
+			return c
+		}(), dcqcn.DefaultCNPInterval},
+	} {
+		s := parse(t, "d", head+c.dcqcn)
+		got, err := NICConfig(s, line)
+		if err != nil {
+			t.Fatalf("%q: %v", c.dcqcn, err)
+		}
+		if !reflect.DeepEqual(got.DCQCN, c.want) || got.CNPInterval != sim.Time(c.cnp) {
+			t.Errorf("%q:\n got %+v, CNP interval %v\nwant %+v, %v", c.dcqcn, got.DCQCN, got.CNPInterval, c.want, sim.Time(c.cnp))
+		}
+	}
+	if _, err := scenarios.Parse("d.yaml", []byte(head+"dcqcn: {profile: cx5}\n")); err == nil {
+		t.Error("an unknown profile parsed")
+	}
+}

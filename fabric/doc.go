@@ -5,7 +5,9 @@
 // classes with PFC (package pfc: per ingress (port, priority) XOFF/XON,
 // headroom, pause propagation and the head-of-line blocking of victims, storm
 // watchdog), RED/ECN marking as DCQCN's congestion point, ECMP routing over
-// BFS shortest paths, and star, leaf-spine and fat-tree topologies.
+// BFS shortest paths (a frame's Path pins it to the Path-th equal-cost port
+// after its hash's choice, the model of a host pinning a connection's paths
+// by source-port entropy), and star, leaf-spine and fat-tree topologies.
 //
 // It is the fabric of the ByteExpress paper: §2.2 (DCQCN and PFC beneath RC),
 // §3 and §6.3 (incast: many senders overwhelming one receiver path; PFC

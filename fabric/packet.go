@@ -63,6 +63,13 @@ type Packet struct {
 	DstQP    uint32
 	PSN      uint32
 	Flags    uint16 // transport flags (ack request, solicited, first/last...)
+	// Path pins the frame to a path: at a switch with n equal-cost ports
+	// it takes the port Path places after the one its ECMP hash picks
+	// ((hash mod n + Path) mod n), so the paths 0..n-1 of one flow use n
+	// different ports. It stands for the entropy a RoCEv2 host puts in
+	// the UDP source port, chosen so that its fabric's hash spreads the
+	// paths (see ECMPHash). 0: the hash alone.
+	Path uint8
 
 	Payload int32 // payload bytes carried
 	Size    int32 // frame bytes, Ethernet header to FCS (wire adds WireGap)

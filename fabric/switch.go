@@ -55,7 +55,8 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 	r := sw.routes[dst]
 	oi := r[0]
 	if len(r) > 1 {
-		oi = r[ECMPHash(pkt.Src, pkt.Dst, pkt.Flow, sw.salt)%uint64(len(r))]
+		n := uint64(len(r))
+		oi = r[(ECMPHash(pkt.Src, pkt.Dst, pkt.Flow, sw.salt)%n+uint64(pkt.Path))%n]
 	}
 	o := sw.Ports[oi]
 	prio := int(pkt.Prio & (NumPrio - 1))
@@ -122,7 +123,12 @@ func (sw *Switch) release(now sim.Time, pkt *Packet) {
 // ECMPHash is the deterministic flow hash switches use to pick among
 // equal-cost ports: a SplitMix64 finalizer over (src, dst, flow) salted per
 // switch, so all frames of a flow take one path and different switches do
-// not pick correlated ports (no hash polarization).
+// not pick correlated ports (no hash polarization). A frame's Path then
+// moves the choice that many ports on (Packet.Path): the model of a host
+// that pins a connection's paths to distinct ports by the source-port
+// entropy it picks, as it can where the fabric's hash is known and linear
+// in that entropy (CRC and XOR-fold hashes are); the real hash and how a
+// host learns it are not modelled.
 func ECMPHash(src, dst NodeID, flow uint32, salt uint64) uint64 {
 	x := uint64(uint32(src))<<32 | uint64(uint32(dst))
 	x ^= (uint64(flow) + 1) * 0x9e3779b97f4a7c15

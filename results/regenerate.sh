@@ -28,6 +28,15 @@ go run ./cmd/besim run -q --out results/failover failover             # paper §
 go run ./cmd/besim run -q --out results/tcp-fallback tcp-fallback     # paper §7.2: RDMA black-holed, fallback to TCP
 go run ./cmd/besim run -q --out results/quarantine quarantine         # paper §7.2: the exclusion list fills and drains
 go run ./cmd/besim run -q --out results/pfc-storm pfc-storm           # a PFC storm contained by the watchdog
+# DCQCN profiles (dcqcn.profile): the paper's parameters against the ConnectX
+# firmware defaults on dcqcn-incast and fig15-incast, and which ConnectX
+# mechanism moves dcqcn-incast (about 15 s on 2 cores)
+M=flows/goodput,flows/jain_fairness,queue/mean_after_warmup,queue/max_after_warmup,switch/max_shared_used,pfc/frames_tx,fabric/ecn_marks,nic/cnps_handled
+go run ./cmd/besim sweep -q --set dcqcn.profile=dcqcn-paper,connectx --metrics "$M" -o results/dcqcn-profile/incast.json dcqcn-incast
+go run ./cmd/besim sweep -q --set dcqcn.profile=connectx --set dcqcn.byte_counter=32767,10MB --set dcqcn.target_clamp=after-timer,always \
+	--set dcqcn.alpha_update=per-period,on-cnp --metrics "$M" -o results/dcqcn-profile/connectx-parts.json dcqcn-incast
+go run ./cmd/besim sweep -q --set dcqcn.profile=dcqcn-paper,connectx --set workload.window=none,16KiB \
+	--metrics worker/goodput,victim/goodput,pull/p50,pull/p99,pfc/frames_tx,pfc/host_paused,fabric/ecn_marks -o results/dcqcn-profile/fig15.json fig15-incast
 # paper Table 4 (§6.3): servers before PFC per send window (bisection; ~5 minutes on 2 cores)
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set workload.window=4KiB,8KiB,16KiB,none -o results/table4/search.json fig14-incast

@@ -136,6 +136,9 @@
 //	                        Attach to the largest IB MTU within the fabric's Ethernet MTU (1024 for 1500).
 //	TrafficPrio    3        NVIDIA RoCE configuration guides (lossless priority 3; fabric.DefaultLosslessPrio).
 //	                        AH ServiceLevel != 0 selects the priority instead.
+//	FlowLabel      0        the QP's ECMP entropy is per QP. An AH flow label L != 0 (RoCEv2 NICs derive the
+//	                        UDP source port from it) pins the path: frames carry entropy L>>8 and
+//	                        fabric.Packet.Path L&0xff (byteexpress.PathLabel).
 //	CNPPrio        6        ConnectX default cnp_802p_prio (CNP DSCP 48).
 //	AckReqEvery    16       assumption (IBTA leaves ACK coalescing to the implementation).
 //	RxBuffer       512 KiB  assumption (port receive buffers are not documented per model).

@@ -392,7 +392,7 @@ func (n *NIC) nextCNP(now sim.Time, paused uint8) *fabric.Packet {
 	p.Prio = n.cfg.CNPPrio
 	p.Dst = q.destNode
 	p.SrcQP, p.DstQP = q.qpn, q.destQPN
-	p.Flow = q.flow
+	p.Flow, p.Path = q.flow, q.path
 	p.Size = fabric.RoCEv2Extra + 16
 	n.st.CNPsSent++
 	q.st.CNPsSent++

@@ -76,6 +76,7 @@ type QP struct {
 	bf   *bfreg
 	unit int
 	flow uint32
+	path uint8 // fabric.Packet.Path of the QP's frames (AH flow label)
 	dead bool
 
 	state   verbs.QPState
@@ -297,6 +298,13 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
 	if mask&verbs.AttrAV != 0 {
 		q.destNode = node
 		q.prio = n.prioOf(attr.AH)
+		if l := attr.AH.FlowLabel & 0xfffff; l != 0 {
+			// A flow label pins the path (RoCEv2 NICs derive the UDP
+			// source port, the fabric's ECMP entropy, from it): its high
+			// 12 bits are the entropy, its low 8 bits the path index
+			// (fabric.Packet.Path). 0 keeps the per-QP entropy.
+			q.flow, q.path = uint32(n.node)*0x9e3779b1^(l>>8), uint8(l)
+		}
 	}
 	if mask&verbs.AttrPathMTU != 0 {
 		q.mtu = int64(attr.PathMTU)

@@ -213,7 +213,7 @@ func (q *QP) build(now sim.Time) *fabric.Packet {
 	p.Kind = fabric.KindData
 	p.Src = n.node
 	p.SrcQP = q.qpn
-	p.Flow = q.flow
+	p.Flow, p.Path = q.flow, q.path
 	if n.cfg.CC == CCDCQCN {
 		p.ECN = fabric.ECT
 	}
@@ -679,7 +679,7 @@ func (q *QP) buildAck(now sim.Time) *fabric.Packet {
 	p.Prio = q.prio
 	p.Dst = q.destNode
 	p.SrcQP, p.DstQP = q.qpn, q.destQPN
-	p.Flow = q.flow
+	p.Flow, p.Path = q.flow, q.path
 	p.PSN = q.ackPSN
 	p.Aux = uint64(q.ackSyn) | uint64(q.ackCode)<<8
 	p.Size = fabric.RoCEv2Extra + hdrAETH

@@ -82,6 +82,17 @@ const (
 	defaultMinRate      Rate = 100 * units.Mbps
 	defaultCNPInterval       = Duration(50 * sim.Microsecond)
 
+	// DCQCN profile connectx: dcqcn.ConnectXConfig and
+	// dcqcn.ConnectXCNPInterval (ConnectX firmware defaults; the sources
+	// are in package dcqcn).
+	cxAlphaTimer          = Duration(sim.Microsecond)       // dce_tcp_rtt
+	cxRateTimer           = Duration(300 * sim.Microsecond) // rpg_time_reset
+	cxByteCounter         = Size(32767)                     // rpg_byte_reset
+	cxFastRecovery        = 1                               // rpg_threshold
+	cxMinRate        Rate = units.Mbps                      // rpg_min_rate
+	cxCNPInterval         = Duration(2 * sim.Microsecond)   // min_time_between_cnps
+	cxDecreasePeriod      = Duration(4 * sim.Microsecond)   // rate_reduce_monitor_period
+
 	// rc and ud flows.
 	defaultRCMessage = 64 * KiB // perftest's default message size
 	defaultRCDepth   = 16
@@ -136,6 +147,8 @@ var (
 var (
 	defaultDCQCNG       = Ratio{1, 256}
 	defaultInitialAlpha = Ratio{1, 1}
+	cxG                 = Ratio{5, 1024}    // dce_tcp_g 1019: alpha keeps 1019/1024 per period
+	cxInitialAlpha      = Ratio{1023, 1024} // initial_alpha_value
 	defaultPerfTrans    = []Transport{RC, UD}
 	defaultMsgQPs       = []int{8, 16, 32, 64, 128, 256, 512}
 	defaultMsgTDs       = []bool{false, true}
@@ -363,6 +376,32 @@ func (d *defaulter) rnic() {
 		s.DCQCN = &DCQCN{}
 	}
 	c2 := s.DCQCN
+	// Profile, alpha_update and target_clamp stay empty for the paper's
+	// profile (empty means it), so that resolved scenarios print as before
+	// these keys existed.
+	minRate := defaultMinRate
+	if c2.Profile == ProfileConnectX {
+		minRate = cxMinRate
+	}
+	if hr := s.Fabric.Links.HostRate; hr > 0 && hr < minRate && s.Benchmark == nil {
+		minRate = hr
+	}
+	if c2.Profile == ProfileConnectX {
+		def(d, "dcqcn.g", &c2.G, cxG)
+		def(d, "dcqcn.initial_alpha", &c2.InitialAlpha, cxInitialAlpha)
+		def(d, "dcqcn.alpha_timer", &c2.AlphaTimer, cxAlphaTimer)
+		def(d, "dcqcn.rate_timer", &c2.RateTimer, cxRateTimer)
+		def(d, "dcqcn.byte_counter", &c2.ByteCounter, cxByteCounter)
+		defPtr(&c2.FastRecovery, cxFastRecovery)
+		def(d, "dcqcn.ai_rate", &c2.AIRate, defaultAIRate)    // rpg_ai_rate, as the paper's
+		def(d, "dcqcn.hai_rate", &c2.HAIRate, defaultHAIRate) // rpg_hai_rate, as the paper's
+		def(d, "dcqcn.min_rate", &c2.MinRate, minRate)
+		defPtr(&c2.CNPInterval, cxCNPInterval)
+		defPtr(&c2.DecreasePeriod, cxDecreasePeriod)
+		def(d, "dcqcn.alpha_update", &c2.AlphaUpdate, AlphaPerPeriod)
+		def(d, "dcqcn.target_clamp", &c2.TargetClamp, ClampAfterTimer)
+		return
+	}
 	def(d, "dcqcn.g", &c2.G, defaultDCQCNG)
 	def(d, "dcqcn.initial_alpha", &c2.InitialAlpha, defaultInitialAlpha)
 	def(d, "dcqcn.alpha_timer", &c2.AlphaTimer, defaultAlphaTimer)
@@ -371,10 +410,6 @@ func (d *defaulter) rnic() {
 	defPtr(&c2.FastRecovery, defaultFastRecovery)
 	def(d, "dcqcn.ai_rate", &c2.AIRate, defaultAIRate)
 	def(d, "dcqcn.hai_rate", &c2.HAIRate, defaultHAIRate)
-	minRate := defaultMinRate
-	if hr := s.Fabric.Links.HostRate; hr > 0 && hr < minRate && s.Benchmark == nil {
-		minRate = hr
-	}
 	def(d, "dcqcn.min_rate", &c2.MinRate, minRate)
 	defPtr(&c2.CNPInterval, defaultCNPInterval)
 }

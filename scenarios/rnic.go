@@ -81,6 +81,61 @@ func (c *CCKind) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(c), "congestion control", ccKinds)
 }
 
+// DCQCNProfile is a set of DCQCN defaults (dcqcn.profile).
+type DCQCNProfile string
+
+// DCQCN profiles.
+const (
+	// ProfilePaper: the DCQCN paper's values where it fixes them
+	// (dcqcn.DefaultConfig), its per-CNP alpha update.
+	ProfilePaper DCQCNProfile = "dcqcn-paper"
+	// ProfileConnectX: the ConnectX firmware defaults (dcqcn.ConnectXConfig,
+	// sources there): the periodic alpha estimator, decrease period,
+	// byte and time reset, target clamping.
+	ProfileConnectX DCQCNProfile = "connectx"
+)
+
+var dcqcnProfiles = []string{string(ProfilePaper), string(ProfileConnectX)}
+
+// UnmarshalYAML accepts one of dcqcn-paper, connectx.
+func (p *DCQCNProfile) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(p), "DCQCN profile", dcqcnProfiles)
+}
+
+// AlphaUpdate is dcqcn.alpha_update: how alpha follows the CNPs.
+type AlphaUpdate string
+
+// Alpha estimators.
+const (
+	AlphaOnCNP     AlphaUpdate = "on-cnp"     // the paper: alpha rises on each decrease, decays per quiet alpha_timer
+	AlphaPerPeriod AlphaUpdate = "per-period" // ConnectX: once per alpha_timer, up if a CNP arrived in it, else down
+)
+
+var alphaUpdates = []string{string(AlphaOnCNP), string(AlphaPerPeriod)}
+
+// UnmarshalYAML accepts one of on-cnp, per-period.
+func (a *AlphaUpdate) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(a), "alpha update", alphaUpdates)
+}
+
+// TargetClamp is dcqcn.target_clamp: when a decrease resets the target
+// rate to the current rate.
+type TargetClamp string
+
+// Target clamping choices.
+const (
+	ClampAlways     TargetClamp = "always"      // the paper (ConnectX clamp_tgt_rate 1)
+	ClampAfterTimer TargetClamp = "after-timer" // only after a timer increase (ConnectX default)
+	ClampNever      TargetClamp = "never"
+)
+
+var targetClamps = []string{string(ClampAlways), string(ClampAfterTimer), string(ClampNever)}
+
+// UnmarshalYAML accepts one of always, after-timer, never.
+func (c *TargetClamp) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(c), "target clamp", targetClamps)
+}
+
 // PayloadMode says whether the simulated NIC moves payload bytes.
 type PayloadMode string
 
@@ -186,21 +241,33 @@ type QPAttrs struct {
 
 // DCQCN is the reaction-point parameters (dcqcn.Config, Zhu et al.
 // SIGCOMM 2015) of every QP and the notification point's CNP interval.
-// Used only with rnic.cc: dcqcn; every key is optional.
+// Used only with rnic.cc: dcqcn; every key is optional. Profile picks the
+// defaults of the others (the paper's or ConnectX firmware's); a key set
+// explicitly overrides its profile value.
 type DCQCN struct {
-	G            Ratio     `yaml:"g"`             // alpha gain g
-	InitialAlpha Ratio     `yaml:"initial_alpha"` // alpha before the first CNP
-	AlphaTimer   Duration  `yaml:"alpha_timer"`   // K: alpha decays after each K without a CNP
-	RateTimer    Duration  `yaml:"rate_timer"`    // T: rate-increase timer
-	ByteCounter  Size      `yaml:"byte_counter"`  // B: rate increase every B bytes sent
-	FastRecovery *int      `yaml:"fast_recovery"` // F: fast-recovery stages before additive increase
-	AIRate       Rate      `yaml:"ai_rate"`       // R_AI: additive-increase step
-	HAIRate      Rate      `yaml:"hai_rate"`      // R_HAI: hyper-increase step
-	MinRate      Rate      `yaml:"min_rate"`      // floor of the current rate
-	CNPInterval  *Duration `yaml:"cnp_interval"`  // N: at most one CNP per QP per interval (0: every marked packet)
+	// Profile: the set of defaults for the keys left unset, dcqcn-paper
+	// (the DCQCN paper's parameters; default) or connectx (ConnectX firmware
+	// defaults, sources in package dcqcn).
+	Profile      DCQCNProfile `yaml:"profile,omitempty"`
+	G            Ratio        `yaml:"g"`             // alpha gain g
+	InitialAlpha Ratio        `yaml:"initial_alpha"` // alpha before the first CNP
+	AlphaTimer   Duration     `yaml:"alpha_timer"`   // K: alpha decays after each K without a CNP
+	RateTimer    Duration     `yaml:"rate_timer"`    // T: rate-increase timer
+	ByteCounter  Size         `yaml:"byte_counter"`  // B: rate increase every B bytes sent
+	FastRecovery *int         `yaml:"fast_recovery"` // F: fast-recovery stages before additive increase
+	AIRate       Rate         `yaml:"ai_rate"`       // R_AI: additive-increase step
+	HAIRate      Rate         `yaml:"hai_rate"`      // R_HAI: hyper-increase step
+	MinRate      Rate         `yaml:"min_rate"`      // floor of the current rate
+	CNPInterval  *Duration    `yaml:"cnp_interval"`  // N: at most one CNP per QP per interval (0: every marked packet)
 	// DecreasePeriod: at most one rate decrease per period (0: every CNP,
 	// the paper; ConnectX: rate_reduce_monitor_period 4us).
 	DecreasePeriod *Duration `yaml:"decrease_period,omitempty"`
+	// AlphaUpdate: how alpha follows the CNPs: on-cnp (the paper) or
+	// per-period (ConnectX dce_tcp_rtt).
+	AlphaUpdate AlphaUpdate `yaml:"alpha_update,omitempty"`
+	// TargetClamp: when a rate cut resets the target rate: always (the paper) or after-timer/never (ConnectX
+	// clamp_tgt_rate, clamp_tgt_rate_after_time_inc).
+	TargetClamp TargetClamp `yaml:"target_clamp,omitempty"`
 }
 
 // BenchmarkKind selects a benchmark.

@@ -36,7 +36,10 @@ type Config struct {
 	// PathTries is K, the number of path changes (port affinity) tried on
 	// the same replica before moving to another replica.
 	PathTries int
-	// Paths is the number of distinct paths (ports) per destination.
+	// Paths is the number of distinct paths (ports, or pinned paths
+	// through the fabric) per destination; 1: the ladder skips the path
+	// change (Selector.Stats.PathSkips). A runner should cap it at what
+	// its topology offers (the failover workload: its spines).
 	Paths int
 	// ProbeInterval is how often a destination on TCP fallback is probed
 	// for RDMA.

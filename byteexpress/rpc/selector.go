@@ -117,6 +117,11 @@ type dest struct {
 // replicas (per the shared Quarantine) are never chosen; failures reported
 // to the Selector are also recorded in the Quarantine.
 type Selector struct {
+	// Stats counts the ladder's first step: path changes made, and
+	// failures where a path change was due but Config.Paths is 1 (the
+	// destination has one path, so the step is skipped).
+	Stats struct{ PathChanges, PathSkips int }
+
 	cfg      Config
 	svc      Service
 	local    int
@@ -269,11 +274,16 @@ func (s *Selector) onFailure(shard int, t Target, now time.Duration, conn bool) 
 	d := s.dest(n)
 	wasTCP := d.rdmaDown
 	excluded := s.q.Excluded(n, now)
-	// 1. Path change on the same replica (RDMA only).
-	if !d.rdmaDown && !excluded && d.pathTries < s.cfg.PathTries && s.cfg.Paths > 1 {
-		d.pathTries++
-		d.path = (d.path + 1) % s.cfg.Paths
-		return s.decision(PathChange, shard, r)
+	// 1. Path change on the same replica (RDMA only); skipped where the
+	// destination has a single path.
+	if !d.rdmaDown && !excluded && d.pathTries < s.cfg.PathTries {
+		if s.cfg.Paths > 1 {
+			d.pathTries++
+			d.path = (d.path + 1) % s.cfg.Paths
+			s.Stats.PathChanges++
+			return s.decision(PathChange, shard, r)
+		}
+		s.Stats.PathSkips++
 	}
 	if !d.rdmaDown {
 		// Path changes did not help: RDMA to this node is considered

@@ -12,10 +12,10 @@ import (
 // registered buffer (bemalloc) for each request; the socket owns it once
 // Send succeeds.
 //
-// The core multiplexes every socket to one remote address onto one engine
-// (one RC QP), so a path change here is a new socket, which rebuilds the
-// engine if the old one is in error; distinct RNIC ports per path are not
-// modelled.
+// Each path index is its own engine (Endpoint.DialPath: one RC QP per
+// remote and path, its address vector carrying the path's flow label), so
+// a path change is a new connection that the fabric routes over another
+// uplink (fabric.Packet.Path); sockets on one path share its engine.
 type SocketDialer struct {
 	EP    *byteexpress.Endpoint
 	Addr  func(NodeID) byteexpress.Addr
@@ -30,8 +30,8 @@ type sockConn struct {
 
 // Dial opens a socket to node (asynchronously: the core queues sends until
 // it is connected, and a connect that fails comes back as an event).
-func (d *SocketDialer) Dial(node NodeID, _ int) (Conn, error) {
-	s, err := d.EP.Dial(d.Addr(node))
+func (d *SocketDialer) Dial(node NodeID, path int) (Conn, error) {
+	s, err := d.EP.DialPath(d.Addr(node), path)
 	if err != nil {
 		return nil, err
 	}

@@ -393,6 +393,7 @@ type Summary struct {
 	Started, Completed, Failed, Retries, Resent, Stranded, TCPSends int
 	ConnFailures, ReqFailures                                       int
 	QuarantineTrips, QuarantineReleases, QuarantinedAtEnd           int
+	PathChanges, PathSkips                                          int
 	// DetectedAfter, RecoveredAfter and RateRecoveredAfter as in Stats
 	// and RateRecovery (negative: never); BaseRate is fetches per Bin.
 	DetectedAfter, RecoveredAfter, RateRecoveredAfter sim.Time
@@ -431,6 +432,8 @@ func (s *Summary) Metrics() []Metric {
 		{"tcp_sends", "", "sent over the TCP fallback", float64(s.TCPSends)},
 		{"conn_failures", "", "connection failures (summed over clients)", float64(s.ConnFailures)},
 		{"req_failures", "", "request failures", float64(s.ReqFailures)},
+		{"path_changes", "", "path changes (ladder step 1)", float64(s.PathChanges)},
+		{"path_skips", "", "path changes skipped (one path to the server)", float64(s.PathSkips)},
 		{"quarantine_trips", "", "quarantine trips", float64(s.QuarantineTrips)},
 		{"quarantine_releases", "", "quarantine releases", float64(s.QuarantineReleases)},
 		{"quarantined_at_end", "", "nodes quarantined at the end", float64(s.QuarantinedAtEnd)},
@@ -450,6 +453,8 @@ func (s *Summary) AddRPC(c *rpc.Client, now time.Duration) {
 	s.Resent += c.Resent
 	s.Stranded += c.Outstanding()
 	s.TCPSends += c.TCPSends
+	s.PathChanges += c.Policy.Selector.Stats.PathChanges
+	s.PathSkips += c.Policy.Selector.Stats.PathSkips
 	q := c.Policy.Quarantine
 	q.Tick(now)
 	s.ConnFailures += q.Stats.ConnFailures

@@ -62,6 +62,10 @@ type Result struct {
 	Report             *fabric.Report
 	Events             uint64
 	TCPSends           int // attempts the RPC layer sent over the TCP fallback
+	// PathChanges and PathSkips are the ladder's first step, summed over
+	// the clients: path changes made, and skipped for want of a second
+	// path (one spine).
+	PathChanges, PathSkips int
 	// Quarantine, summed over the clients (each keeps its own exclusion
 	// list): the connection and request failures it recorded, times a node
 	// entered and left it, and (client, node) pairs still excluded at the
@@ -92,7 +96,12 @@ func Run(cfg Config) (*Result, error) {
 		sc.Fabric = fabric.DefaultConfig()
 	}
 	sc.Fabric.Seed = cfg.Seed
-	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: cmp.Or(cfg.Spines, app.DefaultSpines)}
+	spines := cmp.Or(cfg.Spines, app.DefaultSpines)
+	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: 3, HostsPerLeaf: hpl, Spines: spines}
+	// A client reaches a server on another leaf over one path per spine
+	// (each path index pins its connection to the next spine, see
+	// fabric.Packet.Path): with one spine the ladder skips the path change.
+	cfg.RPC.Paths = min(cfg.RPC.Paths, spines)
 	c, err := simhost.New(sc)
 	if err != nil {
 		return nil, err
@@ -184,6 +193,7 @@ func Run(cfg Config) (*Result, error) {
 		sum.AddRPC(fc.m.RPC(), simhost.CoreTime(c.Now()))
 	}
 	r.Retries, r.Resent, r.Stranded, r.TCPSends = sum.Retries, sum.Resent, sum.Stranded, sum.TCPSends
+	r.PathChanges, r.PathSkips = sum.PathChanges, sum.PathSkips
 	r.ConnFailures, r.ReqFailures = sum.ConnFailures, sum.ReqFailures
 	r.QuarantineTrips, r.QuarantineReleases, r.QuarantinedAtEnd = sum.QuarantineTrips, sum.QuarantineReleases, sum.QuarantinedAtEnd
 	for i := range r.LastServed {

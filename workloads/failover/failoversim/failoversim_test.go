@@ -119,12 +119,15 @@ func TestFailoverFaults(t *testing.T) {
 	})
 	t.Run("qp error at a server", func(t *testing.T) {
 		// A QP in the error state drops what arrives, so the clients learn
-		// of a server's QP error only by Tr. Their path change is a new
-		// socket on the same (healthy) client engine, which the server's
-		// QP still drops, so recovery takes the ladder's three Tr.
+		// of a server's QP error only by Tr. Their path change dials a new
+		// engine on the next path, a fresh QP pair at the server too, so
+		// the fetches are answered by the same server right after that Tr.
 		r := run(t, Config{Config: failover.Config{Run: 150 * sim.Millisecond}, Faults: []faults.Spec{{Kind: faults.QPError, At: at, Host: serverA0, Switch: -1}}})
-		if r.DetectedAfter < 39*sim.Millisecond || r.DetectedAfter > 41*sim.Millisecond || r.RecoveredAfter < 3*r.DetectedAfter || r.RecoveredAfter > 125*sim.Millisecond {
-			t.Errorf("detected after %v, recovered after %v; want about Tr and 3 Tr", r.DetectedAfter, r.RecoveredAfter)
+		if r.DetectedAfter < 39*sim.Millisecond || r.DetectedAfter > 41*sim.Millisecond || r.RecoveredAfter > r.DetectedAfter+5*sim.Millisecond || r.PathChanges == 0 {
+			t.Errorf("detected after %v, recovered after %v, %d path changes; want about Tr, then a path change recovering at once", r.DetectedAfter, r.RecoveredAfter, r.PathChanges)
+		}
+		if r.LastServed[serverA0] < r.RecoveredAfter {
+			t.Errorf("server %d last served at %v: the path change should keep its fetches there", serverA0, r.LastServed[serverA0])
 		}
 	})
 	t.Run("lossy link", func(t *testing.T) {
@@ -288,5 +291,61 @@ func TestFailoverQuarantine(t *testing.T) {
 	// After B's crash, shard 0 is A's again, to the end of the run.
 	if r.LastServed[a0] < 690*sim.Millisecond || r.LastServed[b0] > 401*sim.Millisecond {
 		t.Errorf("A last served at %v, B at %v: shard 0 did not return to the released replica", r.LastServed[a0], r.LastServed[b0])
+	}
+}
+
+// TestFailoverPathChange: the RoCE direction from the clients' leaf to one
+// spine black-holes (a loss fault on the leaf's uplink port, frames out).
+// The fetches whose connections the fabric pinned to that spine time out
+// (Tr); the ladder's first step dials the same server on the next path,
+// which the fabric pins to the other spine, and they are answered there:
+// no replica change, no TCP, every fetch completes about one Tr after the
+// fault. With one spine a client has one path to each server, and the
+// ladder skips the path change (counted) and moves on to the replica.
+func TestFailoverPathChange(t *testing.T) {
+	rc := rpc.DefaultConfig()
+	rc.RetryProb, rc.MaxAttempts = 1, 5
+	const (
+		hpl      = 4 // hosts per leaf: L = max(4 shards, 2 clients)
+		serverA0 = hpl
+		leaf0    = 0   // switch index: the leaves come first
+		uplink0  = hpl // leaf 0's port to spine 0: after its host ports
+	)
+	at := 5 * sim.Millisecond
+	black := []faults.Spec{{Kind: faults.Loss, At: at, Switch: leaf0, Port: uplink0, Drop: 1, Dir: faults.Out}}
+	r, err := Run(Config{Config: failover.Config{Seed: 1, RPC: rc, Spines: 2, Run: 150 * sim.Millisecond}, Faults: black})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("two spines: completed %d failed %d retries %d; path changes %d, skips %d, tcp %d; detected %v, recovered %v; served %v",
+		r.Completed, r.Failed, r.Retries, r.PathChanges, r.PathSkips, r.TCPSends, r.DetectedAfter, r.RecoveredAfter, r.Served)
+	if r.Failed != 0 || r.Retries == 0 || r.PathChanges == 0 || r.PathSkips != 0 || r.TCPSends != 0 {
+		t.Errorf("two spines: %d failed (%v), %d retries, %d path changes, %d skips, %d TCP sends; want path changes to recover every fetch", r.Failed, r.Errors, r.Retries, r.PathChanges, r.PathSkips, r.TCPSends)
+	}
+	if r.DetectedAfter < 39*sim.Millisecond || r.RecoveredAfter > r.DetectedAfter+5*sim.Millisecond {
+		t.Errorf("two spines: detected after %v, recovered after %v; want Tr, then an answer over the other spine at once", r.DetectedAfter, r.RecoveredAfter)
+	}
+	// Nothing moved to replica B: the replicas B (hosts 2 hpl..) serve
+	// nothing, A keeps serving to the end.
+	for i := 2 * hpl; i < 3*hpl; i++ {
+		if r.Served[i] != 0 {
+			t.Errorf("two spines: replica B host %d served %d fetches; the path change should have kept them on A", i, r.Served[i])
+		}
+	}
+	if r.LastServed[serverA0] < r.RecoveredAfter {
+		t.Errorf("two spines: server %d last served at %v", serverA0, r.LastServed[serverA0])
+	}
+
+	// One spine: the ladder skips the path change. A server crash is then
+	// detected by Tr and its fetches go straight to the replica.
+	one, err := Run(Config{Config: failover.Config{Seed: 1, RPC: rc, Spines: 1, Run: 150 * sim.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("one spine, crash: completed %d failed %d; path changes %d, skips %d; detected %v, recovered %v",
+		one.Completed, one.Failed, one.PathChanges, one.PathSkips, one.DetectedAfter, one.RecoveredAfter)
+	if one.Failed != 0 || one.PathChanges != 0 || one.PathSkips == 0 || one.RecoveredAfter > one.DetectedAfter+5*sim.Millisecond {
+		t.Errorf("one spine: %d failed, %d path changes, %d skips, recovered after %v (detected %v); want skips and the replica at once",
+			one.Failed, one.PathChanges, one.PathSkips, one.RecoveredAfter, one.DetectedAfter)
 	}
 }

@@ -56,7 +56,8 @@ func (res *Result) Summary() failover.Summary {
 	return failover.Summary{Started: res.Started, Completed: res.Completed, Failed: res.Failed, Retries: res.Retries,
 		Resent: res.Resent, Stranded: res.Stranded, TCPSends: res.TCPSends, ConnFailures: res.ConnFailures,
 		ReqFailures: res.ReqFailures, QuarantineTrips: res.QuarantineTrips, QuarantineReleases: res.QuarantineReleases,
-		QuarantinedAtEnd: res.QuarantinedAtEnd, DetectedAfter: res.DetectedAfter, RecoveredAfter: res.RecoveredAfter,
+		QuarantinedAtEnd: res.QuarantinedAtEnd, PathChanges: res.PathChanges, PathSkips: res.PathSkips,
+		DetectedAfter: res.DetectedAfter, RecoveredAfter: res.RecoveredAfter,
 		RateRecoveredAfter: res.RateRecoveredAfter, BaseRate: res.BaseRate, Bin: res.Bin}
 }
 
