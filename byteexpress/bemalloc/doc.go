@@ -59,9 +59,9 @@
 // # GetMR in O(1)
 //
 // Blocks are aligned to their size, so the block of any address is
-// addr &^ (B-1). A two-level radix keyed by the block index addr>>log2(B)
-// maps it to the block (for 4 MiB blocks and 48-bit addresses: 13+13 bits, a
-// 64 KiB root and 64 KiB leaves allocated on demand); lookups are two
+// addr &^ (B-1). A three-level radix keyed by the block index addr>>log2(B)
+// maps it to the block (for 4 MiB blocks and 48-bit addresses: 10+8+8 bits,
+// an 8 KiB root and 2 KiB nodes allocated on demand); lookups are three
 // atomic loads and no lock, and every block of a dedicated run points to the
 // run. Deallocate uses the same lookup and then the span index
 // (addr-base)>>log2(SpanSize); the slot index is computed with a
