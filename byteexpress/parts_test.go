@@ -134,6 +134,13 @@ func TestRingStagingLowestFree(t *testing.T) {
 	if err := r.check(); err != nil {
 		t.Fatalf("after reset: %v", err)
 	}
+	// The check runs after every Poll with simhost's CheckInvariants: at
+	// SQDepth <= 64 it allocates nothing.
+	var s wrRing
+	s.init(8)
+	if n := testing.AllocsPerRun(20, func() { _ = s.check() }); n != 0 {
+		t.Fatalf("check of a depth-8 ring: %v allocations, want 0", n)
+	}
 }
 
 func TestRingLastWrite(t *testing.T) {

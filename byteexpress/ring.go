@@ -186,7 +186,11 @@ func (r *wrRing) check() error {
 		return fmt.Errorf("ring head %d pend %d tail %d depth %d", r.head, r.pend, r.tail, r.depth)
 	}
 	// Each SEND in the ring holds its own staging slot; the rest are free.
-	held := make([]uint64, len(r.stageFree))
+	var one [1]uint64 // no allocation for SQDepth <= 64
+	held := one[:]
+	if len(r.stageFree) > 1 {
+		held = make([]uint64, len(r.stageFree))
+	}
 	sends := 0
 	for i := r.head; i < r.tail; i++ {
 		sl := &r.slots[i%r.depth]
