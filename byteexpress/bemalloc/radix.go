@@ -9,15 +9,15 @@ import "sync/atomic"
 const addrBits = 48
 
 // radix maps a block index (addr >> log2(BlockSize)) to its block in O(1)
-// with three array loads and no lock: a root array allocated up front and
-// middle nodes and leaves allocated on first use. The index bits are split
-// about evenly: with 4 MiB blocks, 26 bits as 10/8/8, an 8 KiB root and
-// 2 KiB nodes, each leaf covering 1 GiB of address space. (Two levels,
-// 13/13, took a 64 KiB root and 64 KiB leaves: 128 KiB or more per pool,
-// 60 MB for the 470 hosts of the training scenario, each with its pool.)
-// Writers (block map and release) hold Pool.mu; readers are lock-free
-// through atomic pointers, so GetMR and Deallocate from any goroutine see a
-// consistent entry.
+// with three array loads and no lock: a root array allocated up front, and
+// middle nodes and leaves allocated on first use. With 4 MiB blocks the
+// index has 26 bits, split 8/9/9: a 2 KiB root, 4 KiB middle nodes (each
+// covering 1 TiB of address space) and 4 KiB leaves (each covering 2 GiB),
+// so a pool of one block holds 10 KiB of index. (It was two levels, 13/13,
+// of 64 KiB each: 128 KiB of GC-scanned pointers per pool, 131 MB for the
+// 1,025 hosts of a 1,024-server Table 4 probe.) Writers (block map and
+// release) hold Pool.mu; readers are lock-free through atomic pointers, so
+// GetMR and Deallocate from any goroutine see a consistent entry.
 type radix struct {
 	shift    uint // log2(BlockSize)
 	midBits  uint
@@ -35,8 +35,9 @@ type radixLeaf struct {
 
 func newRadix(shift uint) radix {
 	idx := addrBits - shift
-	node := idx / 3
-	return radix{shift: shift, midBits: node, leafBits: node, root: make([]atomic.Pointer[radixMid], 1<<(idx-2*node))}
+	leaf := (idx + 2) / 3
+	mid := (idx - leaf + 1) / 2
+	return radix{shift: shift, midBits: mid, leafBits: leaf, root: make([]atomic.Pointer[radixMid], 1<<(idx-leaf-mid))}
 }
 
 // lookup returns the block containing addr, or nil.

@@ -6,17 +6,17 @@ import "testing"
 // middle-node boundaries, forgets cleared ones, and answers nil for
 // addresses never set or beyond the indexed address space.
 func TestRadixLookup(t *testing.T) {
-	const shift = 22 // 4 MiB blocks: 26 index bits, 10/8/8
+	const shift = 22 // 4 MiB blocks: 26 index bits, 8/9/9
 	r := newRadix(shift)
-	if r.midBits != 8 || r.leafBits != 8 || len(r.root) != 1<<10 {
-		t.Fatalf("split %d/%d/%d, want 10/8/8", len(r.root), r.midBits, r.leafBits)
+	if r.midBits != 9 || r.leafBits != 9 || len(r.root) != 1<<8 {
+		t.Fatalf("split %d/%d/%d, want 1<<8 roots, 9/9", len(r.root), r.midBits, r.leafBits)
 	}
 	a, b, c := &block{}, &block{}, &block{}
 	const B = uintptr(1) << shift
 	// a: 3 blocks ending at a leaf boundary and crossing into the next leaf;
 	// b: across a middle-node boundary; c: the last index of the space.
-	aAt := (1<<8 - 2) * B
-	bAt := (1<<16 - 1) * B
+	aAt := (uintptr(1)<<r.leafBits - 2) * B
+	bAt := (uintptr(1)<<(r.leafBits+r.midBits) - 1) * B
 	cAt := uintptr(1)<<addrBits - B
 	r.set(aAt, 3*B, a)
 	r.set(bAt, 2*B, b)
@@ -34,11 +34,11 @@ func TestRadixLookup(t *testing.T) {
 		}
 	}
 	r.set(aAt, 3*B, nil)
-	r.set(1<<40, B, nil) // clearing where nothing was set allocates nothing
+	r.set(1<<44, B, nil) // clearing where nothing was set allocates nothing
 	if r.lookup(aAt+B) != nil || r.lookup(bAt) != b {
 		t.Fatalf("after clearing a: lookup(a) %p, lookup(b) %p", r.lookup(aAt+B), r.lookup(bAt))
 	}
-	if r.root[(1<<40)>>(shift+16)].Load() != nil {
+	if r.root[(1<<44)>>(shift+r.leafBits+r.midBits)].Load() != nil {
 		t.Fatal("clearing an unset range allocated a node")
 	}
 }
