@@ -22,6 +22,12 @@ func TestRingSegments(t *testing.T) {
 			t.Fatalf("push %d: got index %d position %d", want, idx, i)
 		}
 		r.slots[i] = wrSlot{kind: slotSend, bytes: 10 * int(want+1)}
+		if s, ok := r.takeStage(i); !ok || uint64(s) != want {
+			t.Fatalf("push %d: staging slot %d (ok %v), want the lowest free, %d", want, s, ok, want)
+		}
+	}
+	if _, ok := r.takeStage(0); ok {
+		t.Fatal("a fifth staging slot was handed out by a full ring of 4 SENDs")
 	}
 	if !r.full() || r.pendingWRs() != 4 || r.inFlight() != 0 {
 		t.Fatalf("after 4 pushes: full %v pending %d in flight %d", r.full(), r.pendingWRs(), r.inFlight())
@@ -64,9 +70,76 @@ func TestRingSegments(t *testing.T) {
 	if err := r.check(); err != nil {
 		t.Fatal(err)
 	}
+	// A staging slot held twice, or held and marked free, is reported.
+	r.slots[0] = wrSlot{kind: slotSend, stage: 1}
+	if err := r.check(); err == nil {
+		t.Fatal("two SENDs on one staging slot not reported")
+	}
+	r.slots[0] = wrSlot{kind: slotSend, stage: 0} // 0 came back with popHead
+	if err := r.check(); err == nil {
+		t.Fatal("a SEND on a staging slot marked free not reported")
+	}
+	if s, ok := r.takeStage(0); !ok || s != 0 {
+		t.Fatalf("wrapped SEND: staging slot %d (ok %v), want 0", s, ok)
+	}
+	if err := r.check(); err != nil {
+		t.Fatal(err)
+	}
 	r.head = r.pend + 1
 	if err := r.check(); err == nil {
 		t.Fatal("head beyond pend not reported")
+	}
+}
+
+// TestRingStagingLowestFree: a SEND takes the lowest free staging slot, not
+// the one at its ring position, so an engine that keeps one SEND in flight
+// cycles through the ring but reuses one staging slot; WRITEs take none.
+// Depth 70 exercises the second word of the free bitmap.
+func TestRingStagingLowestFree(t *testing.T) {
+	var r wrRing
+	r.init(70)
+	for n := 0; n < 200; n++ {
+		_, i := r.push()
+		r.slots[i] = wrSlot{kind: slotSend, bytes: 1}
+		if s, ok := r.takeStage(i); !ok || s != 0 {
+			t.Fatalf("SEND %d alone in the ring: staging slot %d (ok %v), want 0", n, s, ok)
+		}
+		_, i = r.push()
+		r.slots[i] = wrSlot{kind: slotWrite, bytes: 1}
+		r.chain()
+		if err := r.check(); err != nil {
+			t.Fatal(err)
+		}
+		r.popHead()
+		r.popHead()
+	}
+	for want := uint32(0); want < 70; want++ {
+		_, i := r.push()
+		r.slots[i] = wrSlot{kind: slotSend}
+		if s, ok := r.takeStage(i); !ok || s != want {
+			t.Fatalf("SEND %d: staging slot %d (ok %v), want %d", want, s, ok, want)
+		}
+	}
+	r.chain()
+	// Free 3 and 66 (positions of the SENDs that took them), take again.
+	r.freeStage(66)
+	r.freeStage(3)
+	if s, _ := r.takeStage(0); s != 3 {
+		t.Fatalf("after freeing 3 and 66: took %d, want 3", s)
+	}
+	if s, _ := r.takeStage(0); s != 66 {
+		t.Fatalf("then took %d, want 66", s)
+	}
+	r.reset()
+	if err := r.check(); err != nil {
+		t.Fatalf("after reset: %v", err)
+	}
+	// The check runs after every Poll with simhost's CheckInvariants: at
+	// SQDepth <= 64 it allocates nothing.
+	var s wrRing
+	s.init(8)
+	if n := testing.AllocsPerRun(20, func() { _ = s.check() }); n != 0 {
+		t.Fatalf("check of a depth-8 ring: %v allocations, want 0", n)
 	}
 }
 

@@ -2,6 +2,7 @@ package byteexpress
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/besim/besim/verbs"
 )
@@ -20,6 +21,13 @@ type wrRing struct {
 	head  uint64
 	pend  uint64
 	tail  uint64
+	// stageFree has bit s set while staging slot s (the engine's s-th
+	// sendBuf-byte SEND buffer) is free. A SEND takes the lowest free slot
+	// rather than the one at its ring position, so an engine with one or
+	// two SENDs in flight reuses the same one or two slots and touches
+	// only their pages (the staging is still registered whole, SQDepth
+	// slots per engine, as modelled; only resident memory shrinks).
+	stageFree []uint64
 }
 
 type slotKind uint8
@@ -32,6 +40,7 @@ const (
 // wrSlot is the bookkeeping of one ring entry.
 type wrSlot struct {
 	kind  slotKind
+	stage uint32 // a SEND's staging slot
 	bytes int
 	msg   *outMsg // completion of this WR finishes msg (its last fragment)
 }
@@ -45,7 +54,39 @@ func (r *wrRing) init(depth int) {
 	for i := range r.wrs {
 		r.wrs[i].SGL = r.sges[i : i+1 : i+1]
 	}
+	r.stageFree = make([]uint64, (depth+63)/64)
+	r.freeAllStages()
 }
+
+// freeAllStages marks every staging slot free.
+func (r *wrRing) freeAllStages() {
+	for w := range r.stageFree {
+		r.stageFree[w] = ^uint64(0)
+	}
+	if k := r.depth % 64; k != 0 {
+		r.stageFree[len(r.stageFree)-1] = 1<<k - 1
+	}
+}
+
+// takeStage gives the entry at array position k the lowest free staging
+// slot and returns it. A free one always exists while the ring is
+// consistent (every SEND in the ring holds one slot and the ring has depth
+// entries); ok is false otherwise.
+func (r *wrRing) takeStage(k uint64) (s uint32, ok bool) {
+	for w, f := range r.stageFree {
+		if f != 0 {
+			b := bits.TrailingZeros64(f)
+			r.stageFree[w] = f &^ (1 << b)
+			s = uint32(w*64 + b)
+			r.slots[k].stage = s
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// freeStage returns staging slot s.
+func (r *wrRing) freeStage(s uint32) { r.stageFree[s/64] |= 1 << (s % 64) }
 
 func (r *wrRing) full() bool      { return r.tail-r.head >= r.depth }
 func (r *wrRing) occupancy() int  { return int(r.tail - r.head) }
@@ -104,6 +145,9 @@ func (r *wrRing) checkCompletion(idx uint64) error {
 func (r *wrRing) popHead() wrSlot {
 	sl := &r.slots[r.head%r.depth]
 	out := *sl
+	if out.kind == slotSend {
+		r.freeStage(out.stage)
+	}
 	*sl = wrSlot{}
 	r.head++
 	return out
@@ -141,8 +185,38 @@ func (r *wrRing) check() error {
 	if r.head > r.pend || r.pend > r.tail || r.tail-r.head > r.depth {
 		return fmt.Errorf("ring head %d pend %d tail %d depth %d", r.head, r.pend, r.tail, r.depth)
 	}
+	// Each SEND in the ring holds its own staging slot; the rest are free.
+	var one [1]uint64 // no allocation for SQDepth <= 64
+	held := one[:]
+	if len(r.stageFree) > 1 {
+		held = make([]uint64, len(r.stageFree))
+	}
+	sends := 0
+	for i := r.head; i < r.tail; i++ {
+		sl := &r.slots[i%r.depth]
+		if sl.kind != slotSend {
+			continue
+		}
+		sends++
+		w, b := sl.stage/64, sl.stage%64
+		if uint64(sl.stage) >= r.depth || held[w]&(1<<b) != 0 || r.stageFree[w]&(1<<b) != 0 {
+			return fmt.Errorf("ring entry %d: staging slot %d out of range, shared or marked free", i, sl.stage)
+		}
+		held[w] |= 1 << b
+	}
+	free := 0
+	for _, f := range r.stageFree {
+		free += bits.OnesCount64(f)
+	}
+	if free+sends != int(r.depth) {
+		return fmt.Errorf("ring: %d staging slots free and %d SENDs in the ring, want %d in all", free, sends, r.depth)
+	}
 	return nil
 }
 
 // reset empties the ring (engine teardown, after the messages were taken).
-func (r *wrRing) reset() { r.head, r.pend, r.tail = 0, 0, 0 }
+func (r *wrRing) reset() {
+	r.head, r.pend, r.tail = 0, 0, 0
+	clear(r.slots)
+	r.freeAllStages()
+}

@@ -38,7 +38,12 @@ func (e *engine) openSend(need int) bool {
 	}
 	sl := &e.ring.slots[i]
 	sl.kind, sl.bytes, sl.msg = slotSend, hdrSize, nil
-	off := int(i) * e.sendBuf
+	stage, ok := e.ring.takeStage(i)
+	if !ok {
+		e.fail(fmt.Errorf("byteexpress: engine %d: no free staging slot with %d WRs in the ring (core bug)", e.id, e.ring.occupancy()))
+		return false
+	}
+	off := int(stage) * e.sendBuf
 	ret := e.cred.claimReturn()
 	putHeader(e.stagingBytes[off:off+hdrSize], uint32(ret))
 	st.CreditsReturned += ret
@@ -62,7 +67,7 @@ func (e *engine) record(n int) []byte {
 		return nil
 	}
 	i := e.ring.lastPos()
-	off := int(i)*e.sendBuf + e.curFill
+	off := int(e.ring.slots[i].stage)*e.sendBuf + e.curFill
 	b := e.stagingBytes[off : off+n : off+n]
 	e.curFill += n
 	e.ring.slots[i].bytes += n

@@ -140,6 +140,12 @@ func (h *Heap) refill(c int) (*span, error) {
 	s.size = p.classSize[c]
 	s.nslots = p.classSlots[c]
 	s.magic = p.classMagic[c]
+	if w := bitWords(s.nslots); len(s.bits) < w {
+		// The span's first class with this many slots: its allocation
+		// bitmap (all zero, every slot having been freed) grows once and
+		// is kept, so a span reused for the same classes allocates nothing.
+		s.bits = make([]atomic.Uint64, w)
+	}
 	s.free, s.bump, s.used = noSlot, 0, 0
 	s.owner.Store(h)
 	h.push(s)

@@ -24,6 +24,15 @@ const (
 // their block's spans array, one per possible run start, so carving and
 // reusing spans never allocates; they are padded to 128 bytes so that spans
 // owned by different heaps do not share cache lines.
+// bitWords is the length of the allocation bitmap of a span of n slots: one
+// bit per slot, at least a cache line (cross-heap frees set and clear bits
+// atomically; spans of different owners should not share a line). Spans
+// get their bitmap when they first serve a size class (Heap.refill), not
+// when their block is mapped: a block holding large runs or a few classes
+// of big slots keeps none or a few words instead of one bit per possible
+// 16-byte slot of every span (32 KiB a 4 MiB block).
+func bitWords(n uint32) int { return max(int(n+63)/64, 8) }
+
 type span struct {
 	base   uintptr
 	magic  uint64 // divMagic(size)
@@ -115,7 +124,6 @@ type Pool struct {
 	classSize             []uint32
 	classSlots            []uint32
 	classMagic            []uint64
-	bitWords              int // bitmap words per span
 	heapCacheSpans        int
 	retain                int
 
@@ -174,8 +182,6 @@ func New(pd verbs.PD, cfg Config) (*Pool, error) {
 		p.classSlots[c] = uint32(cfg.SpanSize / sz)
 		p.classMagic[c] = divMagic(uint64(sz))
 	}
-	// One bit per possible 16-byte slot, at least a cache line per span.
-	p.bitWords = max(cfg.SpanSize/16/64, 8)
 	p.shared = p.newHeapLocked()
 	for range cfg.InitialBlocks {
 		b, err := p.newBlock(1, false)
@@ -345,12 +351,10 @@ func (p *Pool) newBlock(n int, huge bool) (*block, error) {
 	}
 	b.spans = make([]span, p.nspans)
 	b.heads = make([]atomic.Pointer[span], p.nspans)
-	bm := make([]atomic.Uint64, p.nspans*p.bitWords)
 	b.free = make([]uint64, (p.nspans+63)/64)
 	for i := range p.nspans {
 		s := &b.spans[i]
 		s.base = b.base + uintptr(i)<<p.spanShift
-		s.bits = bm[i*p.bitWords : (i+1)*p.bitWords : (i+1)*p.bitWords]
 		s.blk, s.lkey, s.rkey, s.free = b, b.lkey, b.rkey, noSlot
 		b.free[i>>6] |= 1 << (i & 63)
 	}

@@ -988,3 +988,41 @@ func TestFindRun(t *testing.T) {
 		}
 	}
 }
+
+// A span gets its allocation bitmap when it first serves a size class,
+// sized by that class's slot count (at least a cache line), and keeps it:
+// a block that only serves large runs holds none.
+func TestSpanBitmapsOnDemand(t *testing.T) {
+	p, pd := newPool(t, Config{})
+	h := p.NewHeap()
+	spanOf := func(b Buf) *span {
+		blk := p.radix.lookup(b.Addr())
+		return blk.heads[(b.Addr()-blk.base)>>p.spanShift].Load()
+	}
+	large := mustAlloc(t, h, 3*tS)
+	blk := p.radix.lookup(large.Addr())
+	for i := range blk.spans {
+		if blk.spans[i].bits != nil {
+			t.Fatalf("span %d of a block serving one large run has a bitmap", i)
+		}
+	}
+	tiny := mustAlloc(t, h, 16)
+	page := mustAlloc(t, h, 4096)
+	if n := len(spanOf(tiny).bits); n != tS/16/64 {
+		t.Errorf("16-byte class span: %d bitmap words, want %d", n, tS/16/64)
+	}
+	if n := len(spanOf(page).bits); n != 8 {
+		t.Errorf("4 KiB class span (%d slots): %d bitmap words, want the 8-word minimum", tS/4096, n)
+	}
+	s := spanOf(tiny)
+	mustFree(t, h, tiny)
+	if err := h.Deallocate(tiny); err != ErrDoubleFree {
+		t.Fatalf("double free: %v, want ErrDoubleFree", err)
+	}
+	mustFree(t, h, page)
+	mustFree(t, h, large)
+	if s.bits == nil {
+		t.Fatal("a freed span lost its bitmap")
+	}
+	closeClean(t, p, pd)
+}

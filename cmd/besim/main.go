@@ -24,7 +24,37 @@ import (
 )
 
 func main() {
-	os.Exit(profiled(os.Getenv(EnvCPUProfile), func() int { return run(os.Args[1:], os.Stdout, os.Stderr) }))
+	os.Exit(profiled(os.Getenv(EnvCPUProfile), func() int {
+		return heapProfiled(os.Getenv(EnvMemProfile), func() int { return run(os.Args[1:], os.Stdout, os.Stderr) })
+	}))
+}
+
+// EnvMemProfile names a file to write a pprof heap profile to when the
+// command ends (`go tool pprof -sample_index=inuse_space besim FILE`: the
+// Go heap at the last garbage collection, usually late in the run;
+// alloc_space: everything allocated). Memory outside the Go heap
+// (bemalloc's registered blocks) is not in it.
+const EnvMemProfile = "BESIM_MEMPROFILE"
+
+// heapProfiled runs f and then, if file is set, writes the heap profile to
+// it; a profile that cannot be written fails the command (exit 1).
+func heapProfiled(file string, f func() int) int {
+	rc := f()
+	if file == "" {
+		return rc
+	}
+	w, err := os.Create(file)
+	if err == nil {
+		err = pprof.Lookup("heap").WriteTo(w, 0)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "besim: $%s: %v\n", EnvMemProfile, err)
+		return 1
+	}
+	return rc
 }
 
 // EnvCPUProfile names a file to write a pprof CPU profile of the whole

@@ -223,6 +223,21 @@ func TestCPUProfileEnv(t *testing.T) {
 	}
 }
 
+// $BESIM_MEMPROFILE writes a heap profile when the command ends; a file
+// that cannot be created fails the command.
+func TestMemProfileEnv(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "heap.prof")
+	if rc := heapProfiled(f, func() int { return 3 }); rc != 3 {
+		t.Fatalf("exit %d, want the command's 3", rc)
+	}
+	if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+		t.Fatalf("profile %s: %v", f, err)
+	}
+	if rc := heapProfiled(filepath.Join(t.TempDir(), "no", "such", "dir", "p"), func() int { return 0 }); rc != 1 {
+		t.Fatalf("unwritable profile: exit %d, want 1", rc)
+	}
+}
+
 // The benchmark scenarios under bench/ (bench/run.sh) stay valid.
 func TestBenchScenariosValidate(t *testing.T) {
 	files, err := filepath.Glob("../../bench/*.yaml")
