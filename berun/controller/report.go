@@ -11,7 +11,10 @@ import (
 	"github.com/besim/besim/berun/role"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
 	"github.com/besim/besim/workloads/fragsize"
+	"github.com/besim/besim/workloads/hol"
 	"github.com/besim/besim/workloads/perftest"
 )
 
@@ -24,7 +27,8 @@ import (
 // names (pull/ count and latency in us, worker/ and victim/ goodput);
 // perftest runs besim's table2 names (perftest/RATE/MTU/TRANSPORT/gbps,
 // keyed by the hosts' link); fragsize runs besim's fig10 names
-// (fragsize/RATE/SIZE/gbps, fragsizeReport); failover runs besim's failover/ names
+// (fragsize/RATE/SIZE/gbps, fragsizeReport); hol runs besim's fig13 names
+// (hol/FLOWS/SETTING/mean and p99, holReport); failover runs besim's failover/ names
 // (failoverReport); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
 // and nak/ totals, and where they did not a note says so instead of a zero.
@@ -35,6 +39,7 @@ func Report(rf *ResultFile) *report.Result {
 	incastReport(r, rf)
 	perftestReport(r, rf)
 	fragsizeReport(r, rf)
+	holReport(r, rf)
 	failoverReport(r, rf)
 	counterTotals(r, rf)
 	for _, h := range rf.Hosts {
@@ -271,6 +276,50 @@ func fragsizeReport(r *report.Result, rf *ResultFile) {
 			}
 			r.Tables = append(r.Tables, tbl)
 			r.Notes = append(r.Notes, fmt.Sprintf("fragsize: the receiver's message bytes in each fragment size's measured interval of %gs, on a %s link", ro.Metrics["measure_s"], rate))
+		}
+	}
+}
+
+// holReport reduces a hol-receiver's per-point latency and goodput with
+// besim's own reduction (hol.Reduce): the same hol/FLOWS/SETTING/mean and
+// .../p99 names and the same table, its points read back from the role's
+// metrics (mean_us/KEY, ...); the large-flow counts are those the role
+// measured, in order.
+func holReport(r *report.Result, rf *ResultFile) {
+	for _, h := range rf.Hosts {
+		for _, ro := range h.Roles {
+			if ro.Role != "hol-receiver" {
+				continue
+			}
+			var flows []int
+			for k := range ro.Metrics {
+				if key, ok := strings.CutPrefix(k, "mean_us/"); ok {
+					if n, ok := strings.CutSuffix(key, "/fragmented"); ok {
+						if v, err := strconv.Atoi(n); err == nil {
+							flows = append(flows, v)
+						}
+					}
+				}
+			}
+			if len(flows) == 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: no hol measurements in its result (%s)", ro.ID, ro.Status))
+				continue
+			}
+			sort.Ints(flows)
+			s := &scenarios.Scenario{Benchmark: &scenarios.Benchmark{Kind: scenarios.HOL, LargeFlows: flows,
+				Message: scenarios.Size(ro.Metrics["small_bytes"]), LargeMessage: scenarios.Size(ro.Metrics["large_bytes"]),
+				Fragment: scenarios.Size(ro.Metrics["fragment_bytes"]), Interval: scenarios.Duration(ro.Metrics["interval_s"] * float64(sim.Second))}}
+			var pts []hol.Point
+			for _, n := range flows {
+				for _, set := range []string{"fragmented", "whole"} {
+					k := strconv.Itoa(n) + "/" + set
+					m := ro.Metrics
+					pts = append(pts, hol.Point{LargeFlows: n, Fragmented: set == "fragmented", MeanUs: m["mean_us/"+k], P50Us: m["p50_us/"+k],
+						P99Us: m["p99_us/"+k], Samples: int(m["samples/"+k]), LargeGbps: m["large_gbps/"+k]})
+				}
+			}
+			hol.Reduce(s, pts, r)
+			r.Notes = append(r.Notes, fmt.Sprintf("hol: the receiver's latencies in each point's measured interval of %gs; the one-way latency on real hosts is the receiver's clock minus the sender's (each agent's view of the synchronized start), so across hosts it carries the error of the clock-offset estimate in the result file", ro.Metrics["measure_s"]))
 		}
 	}
 }

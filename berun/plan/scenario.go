@@ -19,8 +19,8 @@ import (
 var psKinds = []string{"server", "ranker", "trainer", "worker", "client"}
 
 // FromScenario turns a besim scenario with a ps-cluster, incast-pull or
-// failover workload, or a perftest or fragsize benchmark (perftestPlan,
-// fragsizePlan), into a run
+// failover workload, or a perftest, fragsize or hol benchmark (perftestPlan,
+// fragsizePlan, holPlan), into a run
 // plan, so that the file besim simulates is the file berun replays (see
 // psPlan, incastPlan and failoverPlan for the instances). Instances
 // go round-robin, in hosts-file order, over the hosts whose ps_roles allow
@@ -41,6 +41,9 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.Fragsize {
 		return fragsizePlan(file, data, s, hs, dur)
 	}
+	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.HOL {
+		return holPlan(file, data, s, hs, dur)
+	}
 	w := s.Workload
 	if w == nil || w.Kind != scenarios.PSCluster && w.Kind != scenarios.IncastPull && w.Kind != scenarios.Failover {
 		kind := "flows"
@@ -50,7 +53,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads and perftest and fragsize benchmarks; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads and perftest, fragsize and hol benchmarks; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -293,8 +296,26 @@ func failoverPlan(p *Plan, file string, s *scenarios.Scenario, hs *Hosts) (*Plan
 // is one rate: the receiver reads its port's, which names the point in
 // besim's metrics.
 func fragsizePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	return sweepPlan(file, data, s, hs, dur, "fragsize", "fragment sizes", len(s.Benchmark.Fragments))
+}
+
+// holPlan: a hol benchmark (Figure 13) runs between the first two hosts of
+// the hosts file, hol-sender on the first and hol-receiver on the second
+// (ps_roles do not apply), always over verbs. Its points (each large-flow
+// count, with fragmentation and without) run one after the other as a
+// fragsize sweep's do: the scenario's duration (or dur) is each one's
+// measured interval, after the benchmark's warmup, with a tenth of each
+// slot to drain.
+func holPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	return sweepPlan(file, data, s, hs, dur, "hol", "points (large-flow counts, fragmented and whole)", 2*len(s.Benchmark.LargeFlows))
+}
+
+// sweepPlan is a two-host benchmark whose n points run one after the
+// other in slots (fragsize.Sweep): KIND-sender on the first host of the
+// hosts file, KIND-receiver on the second.
+func sweepPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration, kind, what string, n int) (*Plan, error) {
 	if len(hs.Hosts) < 2 {
-		return nil, fmt.Errorf("%s: a fragsize benchmark runs between two hosts; the hosts file has %d", file, len(hs.Hosts))
+		return nil, fmt.Errorf("%s: a %s benchmark runs between two hosts; the hosts file has %d", file, kind, len(hs.Hosts))
 	}
 	b := s.Benchmark
 	measure := s.Duration.Time()
@@ -302,15 +323,15 @@ func fragsizePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, du
 		measure = sim.Time(dur.Nanoseconds()) * sim.Nanosecond
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
-	p.Dur = time.Duration(fragsize.SweepDuration(len(b.Fragments), b.Warmup.Time(), measure) / sim.Nanosecond)
+	p.Dur = time.Duration(fragsize.SweepDuration(n, b.Warmup.Time(), measure) / sim.Nanosecond)
 	if measure <= 0 || p.Dur > wire.MaxDuration {
-		return nil, fmt.Errorf("%s: a measured interval of %v for each of %d fragment sizes (with the warmup %v and the drain, %v): want more than 0 and at most %v in all (use --duration)",
-			file, measure, len(b.Fragments), b.Warmup, p.Dur, wire.MaxDuration)
+		return nil, fmt.Errorf("%s: a measured interval of %v for each of %d %s (with the warmup %v and the drain, %v): want more than 0 and at most %v in all (use --duration)",
+			file, measure, n, what, b.Warmup, p.Dur, wire.MaxDuration)
 	}
 	p.Duration = p.Dur.String()
 	sender, receiver := hs.Hosts[0].Name, hs.Hosts[1].Name
 	p.Roles = append(p.Roles,
-		RoleEntry{ID: "fragsize-receiver", Role: "fragsize-receiver", Host: receiver, Params: map[string]string{}},
-		RoleEntry{ID: "fragsize-sender", Role: "fragsize-sender", Host: sender, Peers: []string{"fragsize-receiver"}, Params: map[string]string{}})
+		RoleEntry{ID: kind + "-receiver", Role: kind + "-receiver", Host: receiver, Params: map[string]string{}},
+		RoleEntry{ID: kind + "-sender", Role: kind + "-sender", Host: sender, Peers: []string{kind + "-receiver"}, Params: map[string]string{}})
 	return p, nil
 }

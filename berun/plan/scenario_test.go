@@ -66,7 +66,7 @@ func TestFromScenario(t *testing.T) {
 		t.Errorf("bad ps_roles: %v", err)
 	}
 	inc, _ := scenarios.Builtin("incast")
-	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster, incast-pull and failover workloads and perftest and fragsize benchmarks; this scenario has flows") {
+	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster, incast-pull and failover workloads and perftest, fragsize and hol benchmarks; this scenario has flows") {
 		t.Errorf("incast: %v", err)
 	}
 	if !IsScenario(scen) || IsScenario([]byte(planYAML)) {

@@ -201,7 +201,10 @@ first host, perftest-server on the second, always over verbs, each transport at
 the hosts' link rate and MTU; --duration sets each transport's measured interval),
 or a fragsize benchmark (fig10: fragsize-sender on the first host, fragsize-receiver
 on the second, over verbs, one slot per fragment size; --duration sets each
-slot's measured interval), or a berun role plan:
+slot's measured interval), or a hol benchmark (fig13: hol-sender on the first
+host, hol-receiver on the second, over verbs, one slot per large-flow count,
+fragmented and whole; --duration sets each slot's measured interval), or a
+berun role plan:
   name: tcp-baseline
   duration: 10s
   roles:
@@ -347,9 +350,9 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 	return p, nil
 }
 
-// perftestTransport refuses an explicit --transport tcp for a perftest or
-// fragsize benchmark: their roles measure the RDMA device (RC and UD, or
-// the core's fragments) and have no kernel-TCP form (the flag's default,
+// perftestTransport refuses an explicit --transport tcp for a perftest,
+// fragsize or hol benchmark: their roles measure the RDMA device (RC and
+// UD, or the core's fragments) and have no kernel-TCP form (the flag's default,
 // and verbs, are accepted).
 func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 	if !explicit || transport != "tcp" {
@@ -361,6 +364,9 @@ func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 		}
 		if strings.HasPrefix(r.Role, "fragsize-") {
 			return fmt.Errorf("%s: --transport tcp: a fragsize benchmark measures the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)
+		}
+		if strings.HasPrefix(r.Role, "hol-") {
+			return fmt.Errorf("%s: --transport tcp: a hol benchmark measures head-of-line blocking behind the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)
 		}
 	}
 	return nil

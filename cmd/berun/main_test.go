@@ -141,6 +141,17 @@ func TestPerftestTransport(t *testing.T) {
 	if len(p.Roles) != 2 || p.Roles[0].Role != "perftest-server" || p.Roles[1].Role != "perftest-client" {
 		t.Errorf("roles %+v", p.Roles)
 	}
+	// The fragsize and hol benchmarks likewise.
+	for _, name := range []string{"fig10", "fig13"} {
+		f := filepath.Join(dir, name+".yaml")
+		data, _ := scenarios.Builtin(name)
+		if err := os.WriteFile(f, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errs := runCmd("run", f, "--hosts", hosts, "--transport", "tcp"); code != 2 || !strings.Contains(errs, "always runs over verbs") {
+			t.Errorf("%s --transport tcp: exit %d, %q", name, code, errs)
+		}
+	}
 }
 
 // TestUnboundedInputsRefused: a plan, scenario or hosts file that is not a
