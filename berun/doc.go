@@ -6,7 +6,7 @@
 //
 //	berun/wire        control protocol: bounded frames, strict messages, HMAC token handshake (fuzzed)
 //	berun/tcpx        framed messages over kernel TCP: the transport of the tcp roles
-//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, perftest)
+//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, failover, perftest, fragsize, hol, flow)
 //	berun/counters    NIC/fabric counters before and after a run (sysfs, ethtool -S, DCQCN sysfs)
 //	berun/plan        hosts file and run plan, turned into per-host assignments
 //	berun/agent       `berun agent`: one controller session at a time, roles at the start instant
@@ -39,6 +39,9 @@
 // scenario's lossless priority); agents need -tags rdma, and refuse
 // without a device. A failover scenario's host crash becomes the crashed
 // server closing its endpoint; its other fault kinds, and the other
-// scenario kinds (the other benchmarks, flows), are refused with a message
-// saying so.
+// scenario kinds (the msgrate benchmark), are refused with a message
+// saying why (plan.Refused). A flow scenario's flows replay as
+// flow-sender/flow-receiver pairs over kernel TCP, one per flow, on the
+// hosts the scenario names (role/flow.go); one whose point is an injected
+// fault (pfc-storm) is refused.
 package berun

@@ -28,7 +28,8 @@ import (
 // perftest runs besim's table2 names (perftest/RATE/MTU/TRANSPORT/gbps,
 // keyed by the hosts' link); fragsize runs besim's fig10 names
 // (fragsize/RATE/SIZE/gbps, fragsizeReport); hol runs besim's fig13 names
-// (hol/FLOWS/SETTING/mean and p99, holReport); failover runs besim's failover/ names
+// (hol/FLOWS/SETTING/mean and p99, holReport); flow scenarios besim's
+// flow/NAME/goodput, flows/sent and flows/delivered (flowsReport); failover runs besim's failover/ names
 // (failoverReport); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
 // and nak/ totals, and where they did not a note says so instead of a zero.
@@ -40,6 +41,7 @@ func Report(rf *ResultFile) *report.Result {
 	perftestReport(r, rf)
 	fragsizeReport(r, rf)
 	holReport(r, rf)
+	flowsReport(r, rf)
 	failoverReport(r, rf)
 	counterTotals(r, rf)
 	for _, h := range rf.Hosts {
@@ -322,6 +324,85 @@ func holReport(r *report.Result, rf *ResultFile) {
 			r.Notes = append(r.Notes, fmt.Sprintf("hol: the receiver's latencies in each point's measured interval of %gs; the one-way latency on real hosts is the receiver's clock minus the sender's (each agent's view of the synchronized start), so across hosts it carries the error of the clock-offset estimate in the result file", ro.Metrics["measure_s"]))
 		}
 	}
+}
+
+// flowsReport reduces the flow roles of a flow scenario to besim's names:
+// flow/NAME/goodput (Gbps, the receiver's, measured as besim does),
+// flows/sent and flows/delivered (bytes over all flows), and a flows table
+// with each flow's completion time (sized flows) and whether it completed.
+func flowsReport(r *report.Result, rf *ResultFile) {
+	type flow struct {
+		name     string
+		tx, rx   *RoleResult
+		txh, rxh string
+	}
+	byName := map[string]*flow{}
+	var order []string
+	for _, h := range rf.Hosts {
+		for i := range h.Roles {
+			ro := &h.Roles[i]
+			if ro.Role != "flow-sender" && ro.Role != "flow-receiver" {
+				continue
+			}
+			id := strings.TrimSuffix(strings.TrimSuffix(ro.ID, "-tx"), "-rx")
+			f := byName[id]
+			if f == nil {
+				f = &flow{}
+				byName[id] = f
+				order = append(order, id)
+			}
+			if ro.Role == "flow-sender" {
+				f.tx, f.txh = ro, h.Name
+			} else {
+				f.rx, f.rxh = ro, h.Name
+			}
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	// In plan order (f0, f1, ...), besim's flow order.
+	sort.Slice(order, func(i, j int) bool {
+		a, _ := strconv.Atoi(strings.TrimPrefix(order[i], "f"))
+		b, _ := strconv.Atoi(strings.TrimPrefix(order[j], "f"))
+		return a < b
+	})
+	tbl := report.Table{Name: "flows", Title: "Flows (kernel TCP between real hosts)", KeyName: "flow", Columns: []report.Column{
+		{Name: "sent", Unit: "KB"}, {Name: "delivered", Unit: "KB"},
+		{Name: "goodput", Unit: "Gbps"}, {Name: "FCT", Unit: "us"}, {Name: "completed"}}}
+	var sent, delivered float64
+	incomplete := 0
+	for _, id := range order {
+		f := byName[id]
+		if f.tx == nil || f.rx == nil || f.tx.Metrics == nil || f.rx.Metrics == nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("flow %s: a role's result is missing", id))
+			continue
+		}
+		name := id
+		var d struct {
+			Flow string `json:"flow"`
+		}
+		if json.Unmarshal(f.tx.Detail, &d) == nil && d.Flow != "" {
+			name = d.Flow
+		}
+		tx, rx := f.tx.Metrics, f.rx.Metrics
+		sent += tx["bytes"]
+		delivered += rx["bytes"]
+		fct := -1.0
+		if tx["completed"] == 1 && tx["size"] > 0 {
+			fct = tx["fct_s"] * 1e6
+		}
+		if tx["completed"] != 1 {
+			incomplete++
+		}
+		r.Add("flow/"+name+"/goodput", rx["goodput_gbps"], "Gbps")
+		tbl.AddRow(name+" ("+f.txh+"->"+f.rxh+")", tx["bytes"]/1e3, rx["bytes"]/1e3, rx["goodput_gbps"], fct, tx["completed"])
+	}
+	r.Add("flows/sent", sent, "bytes")
+	r.Add("flows/delivered", delivered, "bytes")
+	r.Add("flows/incomplete", float64(incomplete), "")
+	r.Tables = append(r.Tables, tbl)
+	r.Notes = append(r.Notes, "flows: each flow is a kernel TCP stream between the hosts (besim's raw, rc or ud flows are not): TCP's own congestion control paces it, and it rides the scenario's priority only where the hosts map TCP to it; goodput is the receiver's bytes after the first message over the first to the last arrival (besim's), FCT from the flow's start to the receiver's acknowledgement of every byte")
 }
 
 // counterTotals sums NIC counter deltas over hosts into the names besim

@@ -45,15 +45,20 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		return holPlan(file, data, s, hs, dur)
 	}
 	w := s.Workload
+	if w == nil && s.Benchmark == nil {
+		return flowsPlan(file, data, s, hs, dur)
+	}
 	if w == nil || w.Kind != scenarios.PSCluster && w.Kind != scenarios.IncastPull && w.Kind != scenarios.Failover {
-		kind := "flows"
+		kind := "a benchmark"
 		switch {
+		case s.Benchmark != nil && Refused[string(s.Benchmark.Kind)] != "":
+			return nil, fmt.Errorf("%s: benchmark.kind %s: %s", file, s.Benchmark.Kind, Refused[string(s.Benchmark.Kind)])
 		case s.Benchmark != nil:
-			kind = "a benchmark"
+			kind = "benchmark " + string(s.Benchmark.Kind)
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads and perftest, fragsize and hol benchmarks; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads, perftest, fragsize and hol benchmarks and flow scenarios; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -333,5 +338,74 @@ func sweepPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur t
 	p.Roles = append(p.Roles,
 		RoleEntry{ID: kind + "-receiver", Role: kind + "-receiver", Host: receiver, Params: map[string]string{}},
 		RoleEntry{ID: kind + "-sender", Role: kind + "-sender", Host: sender, Peers: []string{kind + "-receiver"}, Params: map[string]string{}})
+	return p, nil
+}
+
+// Replayed are the scenario kinds (experiment.Kind: a workload kind, a
+// benchmark kind, or "flows") berun replays on real hosts; Refused the
+// kinds it refuses, with the reason FromScenario gives. Every kind besim
+// registers is in one of them (berun/e2e's TestEveryKindReplayedOrRefused).
+var (
+	Replayed = []string{"ps-cluster", "incast-pull", "failover", "perftest", "fragsize", "hol", "flows"}
+	Refused  = map[string]string{
+		"msgrate": "berun does not replay the message-rate benchmark (Figure 11) yet: it needs a role posting raw RDMA WRITEs from several I/O threads on hundreds of RC QPs, with and without thread domains (ibv_alloc_td), which no berun role does; simulate it with besim, or measure the NIC with ib_write_bw -q N",
+	}
+)
+
+// flowsPlan: a flow scenario (a flows section, no workload or benchmark)
+// replays each flow instance (scenarios.ExpandFlows, in file order) as a
+// pair fN-rx (role flow-receiver) on the flow's destination host and fN-tx
+// (role flow-sender) on its source host, the scenario's host i being the
+// hosts file's i-th host (so the file needs as many hosts as the flows
+// use: an incast of 16 senders needs its 16 hosts, or a cut-down copy of
+// the scenario). Each sender gets the flow's start, size, rate (none for
+// rate: line) and message size; the flows are kernel TCP streams
+// (cmd/berun says so for --transport verbs). A scenario with faults is
+// refused: its point is a fault injected into the simulated fabric (a
+// PFC storm, link loss, a crash mid-flow) that berun cannot cause on a
+// real one.
+func flowsPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	if len(s.Faults) > 0 {
+		return nil, fmt.Errorf("%s: faults[0] kind %s: the point of this flow scenario is a fault injected into the simulated fabric, which berun cannot cause on a real one (it replays a flow scenario's flows, without faults; simulate it with besim)", file, s.Faults[0].Kind)
+	}
+	fis := s.ExpandFlows()
+	if len(fis) == 0 {
+		return nil, fmt.Errorf("%s: the scenario has no flows, no workload and no benchmark: nothing to replay", file)
+	}
+	need := 0
+	for _, fi := range fis {
+		need = max(need, fi.Src+1, fi.Dst+1)
+	}
+	if len(hs.Hosts) < need {
+		return nil, fmt.Errorf("%s: the flows use scenario hosts 0..%d, and scenario host i runs on the hosts file's i-th host; the hosts file has %d (add hosts, or cut the scenario's flows down)", file, need-1, len(hs.Hosts))
+	}
+	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
+	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
+	if dur > 0 {
+		p.Dur = dur
+	}
+	if p.Dur <= 0 || p.Dur > wire.MaxDuration {
+		return nil, fmt.Errorf("%s: duration %v: want more than 0 and at most %v (use --duration)", file, p.Dur, wire.MaxDuration)
+	}
+	p.Duration = p.Dur.String()
+	for i, fi := range fis {
+		start := time.Duration(fi.Start.Time() / sim.Nanosecond)
+		if start >= p.Dur {
+			return nil, fmt.Errorf("%s: flow %s starts at %v, not before the run's end %v (use --duration)", file, fi.Name, start, p.Dur)
+		}
+		id := "f" + strconv.Itoa(i)
+		rate := "0"
+		if !fi.Line {
+			rate = strconv.FormatInt(int64(fi.Rate), 10)
+		}
+		msg := int64(64 << 10)
+		if fi.Message > 0 {
+			msg = int64(fi.Message)
+		}
+		p.Roles = append(p.Roles,
+			RoleEntry{ID: id + "-rx", Role: "flow-receiver", Host: hs.Hosts[fi.Dst].Name, Params: map[string]string{"name": fi.Name, "message": strconv.FormatInt(msg, 10)}},
+			RoleEntry{ID: id + "-tx", Role: "flow-sender", Host: hs.Hosts[fi.Src].Name, Peers: []string{id + "-rx"},
+				Params: map[string]string{"name": fi.Name, "start": start.String(), "size": strconv.FormatInt(int64(fi.Size), 10), "rate": rate, "message": strconv.FormatInt(msg, 10)}})
+	}
 	return p, nil
 }

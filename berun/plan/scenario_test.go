@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestFromScenario(t *testing.T) {
 		t.Errorf("bad ps_roles: %v", err)
 	}
 	inc, _ := scenarios.Builtin("incast")
-	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster, incast-pull and failover workloads and perftest, fragsize and hol benchmarks; this scenario has flows") {
+	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "the flows use scenario hosts 0..17, and scenario host i runs on the hosts file's i-th host; the hosts file has 3") {
 		t.Errorf("incast: %v", err)
 	}
 	if !IsScenario(scen) || IsScenario([]byte(planYAML)) {
@@ -154,7 +155,7 @@ func TestFromPerftestScenario(t *testing.T) {
 		t.Errorf("one host: %v", err)
 	}
 	fig11, _ := scenarios.Builtin("fig11")
-	if _, err := FromScenario("fig11.yaml", fig11, hs, time.Second); err == nil || !strings.Contains(err.Error(), "this scenario has a benchmark") {
+	if _, err := FromScenario("fig11.yaml", fig11, hs, time.Second); err == nil || !strings.Contains(err.Error(), "benchmark.kind msgrate: berun does not replay the message-rate benchmark") {
 		t.Errorf("msgrate benchmark: %v", err)
 	}
 }
@@ -243,5 +244,50 @@ func TestLoadRefusesNonRegular(t *testing.T) {
 	}
 	if _, err := LoadHosts(t.TempDir()); err == nil {
 		t.Error("LoadHosts of a folder read it")
+	}
+}
+
+// A flow scenario: each flow instance a flow-sender on its source host and
+// a flow-receiver on its destination (scenario host i = the hosts file's
+// i-th), with its start, size and rate; rate: line is unpaced. A
+// scenario whose point is a fault is refused with the reason.
+func TestFromFlowsScenario(t *testing.T) {
+	var y strings.Builder
+	y.WriteString("hosts:\n")
+	for i := range 18 {
+		fmt.Fprintf(&y, "  - {name: h%d, control: \"127.0.0.1:%d\", data: 127.0.0.1}\n", i, 7000+i)
+	}
+	hs, err := ParseHosts("h.yaml", []byte(y.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc, _ := scenarios.Builtin("incast")
+	p, err := FromScenario("incast.yaml", inc, hs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Roles) != 34 || p.Dur != 2*time.Millisecond {
+		t.Fatalf("%d roles, %v; want 17 flows, 2ms", len(p.Roles), p.Dur)
+	}
+	rx, tx := p.Roles[0], p.Roles[1]
+	if rx.Role != "flow-receiver" || rx.Host != "h16" || tx.Role != "flow-sender" || tx.Host != "h0" || tx.Peers[0] != rx.ID ||
+		tx.Params["size"] != "262144" || tx.Params["rate"] != "15000000000" || tx.Params["start"] != "100µs" || tx.Params["name"] != "incast.0-16" {
+		t.Errorf("first flow: %+v %+v", rx, tx)
+	}
+	if v := p.Roles[33]; v.Host != "h0" || v.Params["size"] != "0" || v.Params["name"] != "victim" {
+		t.Errorf("victim: %+v", v)
+	}
+	if _, err := Assign(p, hs); err != nil {
+		t.Fatal(err)
+	}
+	lr, _ := scenarios.Builtin("line-rate")
+	if p, err := FromScenario("line-rate.yaml", lr, hs, time.Second); err != nil {
+		t.Error(err)
+	} else if p.Roles[1].Params["rate"] != "0" {
+		t.Errorf("rate: line: %+v", p.Roles[1])
+	}
+	storm, _ := scenarios.Builtin("pfc-storm")
+	if _, err := FromScenario("pfc-storm.yaml", storm, hs, time.Second); err == nil || !strings.Contains(err.Error(), "kind pfc-storm: the point of this flow scenario is a fault") {
+		t.Errorf("pfc-storm: %v", err)
 	}
 }

@@ -204,7 +204,10 @@ on the second, over verbs, one slot per fragment size; --duration sets each
 slot's measured interval), or a hol benchmark (fig13: hol-sender on the first
 host, hol-receiver on the second, over verbs, one slot per large-flow count,
 fragmented and whole; --duration sets each slot's measured interval), or a
-berun role plan:
+flow scenario (its flows section: each flow a flow-sender on its source host
+and a flow-receiver on its destination, scenario host i being the hosts
+file's i-th host, with the flow's start, size and rate, over kernel TCP with
+either --transport; scenarios with faults are refused), or a berun role plan:
   name: tcp-baseline
   duration: 10s
   roles:
