@@ -42,7 +42,7 @@ func TestFlowsScenario(t *testing.T) {
 		id := "f" + itoa(i)
 		sent, got := metric(t, rf, id+"-tx", "bytes"), metric(t, rf, id+"-rx", "bytes")
 		if sent <= 0 || sent != got || metric(t, rf, id+"-tx", "completed") != 1 {
-			t.Errorf("%s: sent %v bytes, received %v, completed %v", id, sent, got, rf.Role(id+"-tx").Metrics["completed"])
+			t.Errorf("%s: sent %v bytes, received %v, completed %v", id, sent, got, rf.Role(id + "-tx").Metrics["completed"])
 		}
 		if i < 3 && sent != 256<<10 {
 			t.Errorf("%s: an incast flow of 256 KiB sent %v bytes", id, sent)

@@ -78,6 +78,9 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	if w.Kind == scenarios.Failover {
 		return failoverPlan(p, file, s, hs)
 	}
+	if w.RPCOn() {
+		return nil, fmt.Errorf("%s: workload.rpc: the ps roles do not run the RPC layer (byteexpress/rpc) yet; replay with rpc: false, or simulate it with besim", file)
+	}
 	return psPlan(p, file, w, hs)
 }
 

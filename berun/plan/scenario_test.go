@@ -291,3 +291,20 @@ func TestFromFlowsScenario(t *testing.T) {
 		t.Errorf("pfc-storm: %v", err)
 	}
 }
+
+// A ps-cluster with the RPC layer on is refused at planning, with the
+// reason, not later by every role.
+func TestFromPSScenarioRPCRefused(t *testing.T) {
+	hs, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := scenarios.Builtin("ps-cluster")
+	scen := strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n  rpc: {connect_timeout: 10ms, request_timeout: 40ms}\n", 1)
+	if !strings.Contains(scen, "rpc: {") {
+		t.Fatal("ps-cluster changed: cannot turn rpc on")
+	}
+	if _, err := FromScenario("ps.yaml", []byte(scen), hs, time.Second); err == nil || !strings.Contains(err.Error(), "workload.rpc: the ps roles do not run the RPC layer") {
+		t.Errorf("rpc on: %v", err)
+	}
+}
