@@ -85,3 +85,27 @@ func TestPerftestScenario(t *testing.T) {
 		t.Error("berun's report has no perftest/ metric")
 	}
 }
+
+// TestVerbsWithoutDevice: on a host without an RDMA device (this one; the
+// agents are built without -tags rdma) a scenario whose roles need verbs
+// fails at prepare, before the start, with a reason that says there is no
+// device and how to build for one, never silently.
+func TestVerbsWithoutDevice(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tok := tokenFile(t, dir)
+	data, err := scenarios.Builtin("fig13")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := startAgent(t, "h1", "127.0.0.1:0", tok), startAgent(t, "h2", "127.0.0.1:0", tok)
+	wait, _ := startControllerArgs(t, dir, string(data), hostsFile(a, b), tok, []string{"--duration", "100ms"})
+	r := wait()
+	if r.code == 0 || r.rf.Status != "failed" || len(r.rf.Failures) == 0 {
+		t.Fatalf("exit %d, status %s, failures %+v", r.code, r.rf.Status, r.rf.Failures)
+	}
+	f := r.rf.Failures[0]
+	if f.Phase != "prepare" || !strings.Contains(f.Reason, "no RDMA device") || !strings.Contains(f.Reason, "-tags rdma") {
+		t.Errorf("failure %+v: want the prepare phase, no RDMA device, and -tags rdma", f)
+	}
+}
