@@ -32,7 +32,12 @@ var inprocToken = []byte("in-process-e2e-token-0123456789")
 // that call it must not run in parallel (the hooks are package state).
 func useFakeNICs(t *testing.T) {
 	t.Helper()
-	fnet := fakeverbs.New(fakeverbs.Config{Latency: 5000})
+	// RetryTimeout 10 ms, not the default 100 us: a requester whose
+	// responder is not yet ready to receive retries 7 times a tenth of it
+	// apart, and on a loaded CI machine the peer's QP can take longer than
+	// 100 us of wall clock to reach RTR (a ConnectX with the usual ack
+	// timeout retries for far longer).
+	fnet := fakeverbs.New(fakeverbs.Config{Latency: 5000, RetryTimeout: 10_000_000})
 	start := time.Now()
 	stop := fnet.RunClock(func() int64 { return time.Since(start).Nanoseconds() }, 10*time.Microsecond)
 	oldOpen, oldDev, oldFS := role.OpenVerbs, role.DefaultDevice, role.SysfsRoot
@@ -59,6 +64,12 @@ func useFakeNICs(t *testing.T) {
 // with the plan berun makes of it (measured interval dur), and returns
 // the result file and its report in besim's format.
 func runInProcess(t *testing.T, name string, scen []byte, n int, dur time.Duration) (*controller.ResultFile, *report.Result) {
+	return runInProcessOn(t, name, scen, n, dur, false)
+}
+
+// runInProcessOn is runInProcess; with verbs, the workload roles run the
+// core on verbs as `berun run --transport verbs` makes them.
+func runInProcessOn(t *testing.T, name string, scen []byte, n int, dur time.Duration, verbs bool) (*controller.ResultFile, *report.Result) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -83,6 +94,13 @@ func runInProcess(t *testing.T, name string, scen []byte, n int, dur time.Durati
 	p, err := plan.FromScenario(name+".yaml", scen, hs, dur)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if verbs {
+		for i := range p.Roles {
+			if r := p.Roles[i].Role; strings.HasPrefix(r, "ps-") || strings.HasPrefix(r, "incast-") || strings.HasPrefix(r, "failover-") {
+				p.Roles[i].Params["transport"] = "verbs"
+			}
+		}
 	}
 	rf, err := controller.Run(context.Background(), controller.Config{Plan: p, Hosts: hs, Token: inprocToken,
 		StartDelay: 300 * time.Millisecond, Logf: func(f string, args ...any) { t.Logf("ctl: "+f, args...) }})

@@ -12,19 +12,20 @@ import (
 	"github.com/besim/besim/scenarios"
 )
 
-// replayTests is the end-to-end test of each scenario kind berun replays:
-// it runs a scenario of the kind through berun's agents and controller
-// (loopback TCP, or the core on verbs/fakeverbs) and through besim, and
-// checks that both results carry the same metric names and that every
-// request completed.
-var replayTests = map[string]func(*testing.T){
-	"ps-cluster":  TestPSScenario,
-	"incast-pull": TestIncastScenario,
-	"failover":    TestFailoverScenario,
-	"perftest":    TestPerftestScenario,
-	"fragsize":    TestFragsizeScenario,
-	"hol":         TestHolScenario,
-	"flows":       TestFlowsScenario,
+// replayTests are the end-to-end tests of each scenario kind berun
+// replays: each runs a scenario of the kind through berun's agents and
+// controller and through besim, and checks that both results carry the
+// same metric names and that every request completed. The transport is
+// loopback TCP (agent processes) or the core on verbs/fakeverbs
+// (in-process agents; the Verbs tests and the verbs-only benchmarks).
+var replayTests = map[string][]func(*testing.T){
+	"ps-cluster":  {TestPSScenario, TestPSScenarioVerbs},
+	"incast-pull": {TestIncastScenario, TestIncastScenarioVerbs},
+	"failover":    {TestFailoverScenario},
+	"perftest":    {TestPerftestScenario},
+	"fragsize":    {TestFragsizeScenario},
+	"hol":         {TestHolScenario},
+	"flows":       {TestFlowsScenario},
 }
 
 // TestEveryKindReplayedOrRefused: every scenario kind besim registers
@@ -45,7 +46,7 @@ func TestEveryKindReplayedOrRefused(t *testing.T) {
 			t.Errorf("kind %s is both replayed and refused (%s)", k, reason)
 		case !replayed && reason == "":
 			t.Errorf("kind %s is neither replayed by berun (plan.Replayed) nor refused with a reason (plan.Refused)", k)
-		case replayed && replayTests[k] == nil:
+		case replayed && len(replayTests[k]) == 0:
 			t.Errorf("kind %s is replayed but has no end-to-end test in replayTests", k)
 		}
 	}

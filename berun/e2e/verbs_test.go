@@ -109,3 +109,75 @@ func TestVerbsWithoutDevice(t *testing.T) {
 		t.Errorf("failure %+v: want the prepare phase, no RDMA device, and -tags rdma", f)
 	}
 }
+
+// TestPSScenarioVerbs replays besim's ps-cluster (cut to 2 servers, one
+// ranker and one trainer) through berun's agents and controller over the
+// core on verbs (in-memory NICs): every request is answered, and the
+// report carries the ps metrics besim's simulation of the same file has.
+func TestPSScenarioVerbs(t *testing.T) {
+	useFakeNICs(t)
+	data, err := scenarios.Builtin("ps-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scen := []byte(strings.NewReplacer("servers: 16", "servers: 2", "shards: 128", "shards: 16", "rankers: 4", "rankers: 1",
+		"trainers: 4", "trainers: 1", "warmup: 300us", "warmup: 50ms").Replace(string(data)))
+	if !strings.Contains(string(scen), "servers: 2") || !strings.Contains(string(scen), "warmup: 50ms") {
+		t.Fatal("ps-cluster changed: cannot cut it down")
+	}
+	rf, hw := runInProcessOn(t, "ps-cluster", scen, 2, 1500*time.Millisecond, true)
+	var sent, served float64
+	for _, id := range []string{"ranker0", "trainer0"} {
+		req, resp := rf.Role(id).Metrics["requests"], rf.Role(id).Metrics["responses"]
+		if req == 0 || req != resp || rf.Role(id).Metrics["lost"] != 0 {
+			t.Errorf("%s: %v requests, %v responses", id, req, resp)
+		}
+		sent += req
+	}
+	for _, id := range []string{"server0", "server1"} {
+		served += rf.Role(id).Metrics["fetches"] + rf.Role(id).Metrics["pushes"]
+	}
+	if served != sent {
+		t.Errorf("servers served %v requests, clients sent %v", served, sent)
+	}
+	_, rows := besimVs(t, hw, "ps-cluster", scen)
+	for _, want := range []string{"user/p99 (us)", "fetch/p50 (us)", "push/p99 (us)", "client/goodput (Gbps)", "server/goodput (Gbps)"} {
+		if !rows[want] {
+			t.Errorf("compare has no row %q", want)
+		}
+	}
+	if v, _ := hw.Metric("requests/answered"); v.Value != sent {
+		t.Errorf("requests/answered %v, sent %v", v.Value, sent)
+	}
+}
+
+// TestIncastScenarioVerbs replays besim's fig14-incast (cut to 4 servers)
+// through berun's agents and controller with the pulls over the core on
+// verbs (in-memory NICs; the victim stays kernel TCP): every pull is
+// answered, and the report carries besim's incast metrics.
+func TestIncastScenarioVerbs(t *testing.T) {
+	useFakeNICs(t)
+	data, err := scenarios.Builtin("fig14-incast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scen := []byte(strings.Replace(string(data), "servers: 64", "servers: 4", 1))
+	if !strings.Contains(string(scen), "servers: 4") {
+		t.Fatal("fig14-incast changed: cannot cut it down")
+	}
+	rf, hw := runInProcessOn(t, "fig14-incast", scen, 3, time.Second, true)
+	var served float64
+	for i := range 4 {
+		served += rf.Role("server" + itoa(i)).Metrics["pulls"]
+	}
+	sent, got := rf.Role("worker0").Metrics["requests"], rf.Role("worker0").Metrics["responses"]
+	if sent == 0 || sent != got || served != sent {
+		t.Errorf("worker0 sent %v pulls, got %v answers; servers answered %v", sent, got, served)
+	}
+	_, rows := besimVs(t, hw, "fig14-incast", scen)
+	for _, want := range []string{"pull/count", "pull/p50 (us)", "pull/p99 (us)", "worker/goodput (Gbps)", "victim/goodput (Gbps)"} {
+		if !rows[want] {
+			t.Errorf("compare has no row %q", want)
+		}
+	}
+}
