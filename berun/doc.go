@@ -6,7 +6,7 @@
 //
 //	berun/wire        control protocol: bounded frames, strict messages, HMAC token handshake (fuzzed)
 //	berun/tcpx        framed messages over kernel TCP: the transport of the tcp roles
-//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, failover, perftest, fragsize, hol, flow)
+//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, failover, perftest, fragsize, hol, msgrate, flow)
 //	berun/counters    NIC/fabric counters before and after a run (sysfs, ethtool -S, DCQCN sysfs)
 //	berun/plan        hosts file and run plan, turned into per-host assignments
 //	berun/agent       `berun agent`: one controller session at a time, roles at the start instant
@@ -25,7 +25,7 @@
 // others' results. Every wait on either side is bounded.
 //
 // besim scenarios with a ps-cluster, incast-pull or failover workload, or
-// a perftest, fragsize or hol benchmark, run unedited (plan.FromScenario maps the scenario's servers,
+// a perftest, fragsize, hol or msgrate benchmark, or flows, run unedited (plan.FromScenario maps the scenario's servers,
 // clients, workers and victim flows onto the hosts file): the roles replay
 // the workload with the state machines besim simulates (workloads/ps,
 // workloads/incast, workloads/failover, workloads/perftest, workloads/fragsize,
@@ -39,8 +39,8 @@
 // scenario's lossless priority); agents need -tags rdma, and refuse
 // without a device. A failover scenario's host crash becomes the crashed
 // server closing its endpoint; its other fault kinds, and the other
-// scenario kinds (the msgrate benchmark), are refused with a message
-// saying why (plan.Refused). A flow scenario's flows replay as
+// scenario kinds, are refused with a message saying why (plan.Refused;
+// none at present). A flow scenario's flows replay as
 // flow-sender/flow-receiver pairs over kernel TCP, one per flow, on the
 // hosts the scenario names (role/flow.go); one whose point is an injected
 // fault (pfc-storm) is refused.

@@ -15,6 +15,7 @@ import (
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/workloads/fragsize"
 	"github.com/besim/besim/workloads/hol"
+	"github.com/besim/besim/workloads/msgrate"
 	"github.com/besim/besim/workloads/perftest"
 )
 
@@ -28,7 +29,8 @@ import (
 // perftest runs besim's table2 names (perftest/RATE/MTU/TRANSPORT/gbps,
 // keyed by the hosts' link); fragsize runs besim's fig10 names
 // (fragsize/RATE/SIZE/gbps, fragsizeReport); hol runs besim's fig13 names
-// (hol/FLOWS/SETTING/mean and p99, holReport); flow scenarios besim's
+// (hol/FLOWS/SETTING/mean and p99, holReport); msgrate runs besim's
+// fig11 names (msgrate/TD/QPS/mmps, msgrateReport); flow scenarios besim's
 // flow/NAME/goodput, flows/sent and flows/delivered (flowsReport); failover runs besim's failover/ names
 // (failoverReport); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
@@ -41,6 +43,7 @@ func Report(rf *ResultFile) *report.Result {
 	perftestReport(r, rf)
 	fragsizeReport(r, rf)
 	holReport(r, rf)
+	msgrateReport(r, rf)
 	flowsReport(r, rf)
 	failoverReport(r, rf)
 	counterTotals(r, rf)
@@ -322,6 +325,65 @@ func holReport(r *report.Result, rf *ResultFile) {
 			}
 			hol.Reduce(s, pts, r)
 			r.Notes = append(r.Notes, fmt.Sprintf("hol: the receiver's latencies in each point's measured interval of %gs; the one-way latency on real hosts is the receiver's clock minus the sender's (each agent's view of the synchronized start), so across hosts it carries the error of the clock-offset estimate in the result file", ro.Metrics["measure_s"]))
+		}
+	}
+}
+
+// msgrateReport reduces a msgrate-sender's per-point message rates with
+// besim's own reduction (msgrate.Reduce): the same msgrate/td|no_td/QPS/mmps
+// names and table, the points read back from the role's metrics
+// (mmps/KEY). besim's shared-doorbell QPs and lock time are the simulated
+// provider's internals, not measured on hardware: -1.
+func msgrateReport(r *report.Result, rf *ResultFile) {
+	for _, h := range rf.Hosts {
+		for _, ro := range h.Roles {
+			if ro.Role != "msgrate-sender" {
+				continue
+			}
+			qset := map[int]bool{}
+			tdset := map[bool]bool{}
+			for k := range ro.Metrics {
+				key, ok := strings.CutPrefix(k, "mmps/")
+				if !ok {
+					continue
+				}
+				td, q, ok := strings.Cut(key, "/")
+				n, err := strconv.Atoi(q)
+				if !ok || err != nil || td != "td" && td != "no_td" {
+					continue
+				}
+				qset[n], tdset[td == "td"] = true, true
+			}
+			if len(qset) == 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: no msgrate measurements in its result (%s)", ro.ID, ro.Status))
+				continue
+			}
+			b := &scenarios.Benchmark{Kind: scenarios.MsgRate, Threads: int(ro.Metrics["threads"]), Message: scenarios.Size(ro.Metrics["message_bytes"])}
+			for q := range qset {
+				b.QPs = append(b.QPs, q)
+			}
+			sort.Ints(b.QPs)
+			for _, td := range []bool{false, true} {
+				if tdset[td] {
+					b.ThreadDomains = append(b.ThreadDomains, td)
+				}
+			}
+			pts := make([][]msgrate.Point, len(b.QPs))
+			for i, q := range b.QPs {
+				for _, td := range b.ThreadDomains {
+					k := "no_td/"
+					if td {
+						k = "td/"
+					}
+					v, ok := ro.Metrics["mmps/"+k+strconv.Itoa(q)]
+					if !ok {
+						v = -1
+					}
+					pts[i] = append(pts[i], msgrate.Point{Mmps: v, Shared: -1, LockPct: -1})
+				}
+			}
+			msgrate.Reduce(&scenarios.Scenario{Benchmark: b}, pts, r)
+			r.Notes = append(r.Notes, fmt.Sprintf("msgrate: the RDMA WRITEs the sender's I/O threads posted in each point's measured interval of %gs; the shared-doorbell QPs and the CPU time in doorbell locks are the simulated provider's and are not measured on hardware (-1)", ro.Metrics["measure_s"]))
 		}
 	}
 }

@@ -25,6 +25,7 @@ var replayTests = map[string][]func(*testing.T){
 	"perftest":    {TestPerftestScenario},
 	"fragsize":    {TestFragsizeScenario},
 	"hol":         {TestHolScenario},
+	"msgrate":     {TestMsgrateScenario},
 	"flows":       {TestFlowsScenario},
 }
 

@@ -181,3 +181,36 @@ func TestIncastScenarioVerbs(t *testing.T) {
 		}
 	}
 }
+
+// TestMsgrateScenario replays besim's fig11 (cut to 2 I/O threads on 4
+// and 8 QPs) through berun's agents and controller on verbs (in-memory
+// NICs): every point posts and drains its WRITEs, and the report's
+// msgrate/ metrics are the names besim's simulation of the same file
+// has, every one of them measured.
+func TestMsgrateScenario(t *testing.T) {
+	useFakeNICs(t)
+	data, err := scenarios.Builtin("fig11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scen := []byte(strings.NewReplacer("threads: 8", "threads: 2", "qps: [8, 16, 32, 64, 128, 256, 512]", "qps: [4, 8]",
+		"warmup: 500us", "warmup: 50ms").Replace(string(data)))
+	if !strings.Contains(string(scen), "qps: [4, 8]") || !strings.Contains(string(scen), "warmup: 50ms") {
+		t.Fatal("fig11 changed: cannot cut it down")
+	}
+	_, hw := runInProcess(t, "fig11", scen, 2, 200*time.Millisecond)
+	sim, _ := besimVs(t, hw, "fig11", scen)
+	n := 0
+	for _, m := range sim.Metrics {
+		if !strings.HasPrefix(m.Name, "msgrate/") {
+			continue
+		}
+		n++
+		if v, ok := hw.Metric(m.Name); !ok || !(v.Value > 0) {
+			t.Errorf("berun's report: %s = %+v (present %v), want > 0", m.Name, v, ok)
+		}
+	}
+	if n != 4 {
+		t.Errorf("besim's result has %d msgrate/ metrics, want 4", n)
+	}
+}

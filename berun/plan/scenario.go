@@ -19,8 +19,9 @@ import (
 var psKinds = []string{"server", "ranker", "trainer", "worker", "client"}
 
 // FromScenario turns a besim scenario with a ps-cluster, incast-pull or
-// failover workload, or a perftest, fragsize or hol benchmark (perftestPlan,
-// fragsizePlan, holPlan), into a run
+// failover workload, a perftest, fragsize, hol or msgrate benchmark
+// (perftestPlan, fragsizePlan, holPlan, msgratePlan), or a flow scenario
+// (flowsPlan), into a run
 // plan, so that the file besim simulates is the file berun replays (see
 // psPlan, incastPlan and failoverPlan for the instances). Instances
 // go round-robin, in hosts-file order, over the hosts whose ps_roles allow
@@ -44,6 +45,9 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.HOL {
 		return holPlan(file, data, s, hs, dur)
 	}
+	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.MsgRate {
+		return msgratePlan(file, data, s, hs, dur)
+	}
 	w := s.Workload
 	if w == nil && s.Benchmark == nil {
 		return flowsPlan(file, data, s, hs, dur)
@@ -58,7 +62,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads, perftest, fragsize and hol benchmarks and flow scenarios; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads, perftest, fragsize, hol and msgrate benchmarks and flow scenarios; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -304,7 +308,7 @@ func failoverPlan(p *Plan, file string, s *scenarios.Scenario, hs *Hosts) (*Plan
 // is one rate: the receiver reads its port's, which names the point in
 // besim's metrics.
 func fragsizePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
-	return sweepPlan(file, data, s, hs, dur, "fragsize", "fragment sizes", len(s.Benchmark.Fragments))
+	return sweepPlan(file, data, s, hs, dur, "fragsize", "receiver", "fragment sizes", len(s.Benchmark.Fragments))
 }
 
 // holPlan: a hol benchmark (Figure 13) runs between the first two hosts of
@@ -315,13 +319,25 @@ func fragsizePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, du
 // measured interval, after the benchmark's warmup, with a tenth of each
 // slot to drain.
 func holPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
-	return sweepPlan(file, data, s, hs, dur, "hol", "points (large-flow counts, fragmented and whole)", 2*len(s.Benchmark.LargeFlows))
+	return sweepPlan(file, data, s, hs, dur, "hol", "receiver", "points (large-flow counts, fragmented and whole)", 2*len(s.Benchmark.LargeFlows))
+}
+
+// msgratePlan: a msgrate benchmark (Figure 11) runs between the first two
+// hosts of the hosts file, msgrate-sender (the I/O threads) on the first
+// and msgrate-target (the memory the WRITEs land in) on the second
+// (ps_roles do not apply), always over verbs. Its points (each QP count,
+// with and without thread domains) run one after the other as a fragsize
+// sweep's do: the scenario's duration (or dur) is each one's measured
+// interval, after the benchmark's warmup, with a tenth of each slot to
+// drain.
+func msgratePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	return sweepPlan(file, data, s, hs, dur, "msgrate", "target", "points (QP counts, with and without thread domains)", len(s.Benchmark.QPs)*len(s.Benchmark.ThreadDomains))
 }
 
 // sweepPlan is a two-host benchmark whose n points run one after the
 // other in slots (fragsize.Sweep): KIND-sender on the first host of the
-// hosts file, KIND-receiver on the second.
-func sweepPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration, kind, what string, n int) (*Plan, error) {
+// hosts file, KIND-RECEIVER (its peer) on the second.
+func sweepPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration, kind, receiver, what string, n int) (*Plan, error) {
 	if len(hs.Hosts) < 2 {
 		return nil, fmt.Errorf("%s: a %s benchmark runs between two hosts; the hosts file has %d", file, kind, len(hs.Hosts))
 	}
@@ -337,10 +353,10 @@ func sweepPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur t
 			file, measure, n, what, b.Warmup, p.Dur, wire.MaxDuration)
 	}
 	p.Duration = p.Dur.String()
-	sender, receiver := hs.Hosts[0].Name, hs.Hosts[1].Name
+	rx := kind + "-" + receiver
 	p.Roles = append(p.Roles,
-		RoleEntry{ID: kind + "-receiver", Role: kind + "-receiver", Host: receiver, Params: map[string]string{}},
-		RoleEntry{ID: kind + "-sender", Role: kind + "-sender", Host: sender, Peers: []string{kind + "-receiver"}, Params: map[string]string{}})
+		RoleEntry{ID: rx, Role: rx, Host: hs.Hosts[1].Name, Params: map[string]string{}},
+		RoleEntry{ID: kind + "-sender", Role: kind + "-sender", Host: hs.Hosts[0].Name, Peers: []string{rx}, Params: map[string]string{}})
 	return p, nil
 }
 
@@ -349,10 +365,8 @@ func sweepPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur t
 // kinds it refuses, with the reason FromScenario gives. Every kind besim
 // registers is in one of them (berun/e2e's TestEveryKindReplayedOrRefused).
 var (
-	Replayed = []string{"ps-cluster", "incast-pull", "failover", "perftest", "fragsize", "hol", "flows"}
-	Refused  = map[string]string{
-		"msgrate": "berun does not replay the message-rate benchmark (Figure 11) yet: it needs a role posting raw RDMA WRITEs from several I/O threads on hundreds of RC QPs, with and without thread domains (ibv_alloc_td), which no berun role does; simulate it with besim, or measure the NIC with ib_write_bw -q N",
-	}
+	Replayed = []string{"ps-cluster", "incast-pull", "failover", "perftest", "fragsize", "hol", "msgrate", "flows"}
+	Refused  = map[string]string{}
 )
 
 // flowsPlan: a flow scenario (a flows section, no workload or benchmark)

@@ -155,8 +155,9 @@ func TestFromPerftestScenario(t *testing.T) {
 		t.Errorf("one host: %v", err)
 	}
 	fig11, _ := scenarios.Builtin("fig11")
-	if _, err := FromScenario("fig11.yaml", fig11, hs, time.Second); err == nil || !strings.Contains(err.Error(), "benchmark.kind msgrate: berun does not replay the message-rate benchmark") {
-		t.Errorf("msgrate benchmark: %v", err)
+	if p, err := FromScenario("fig11.yaml", fig11, hs, time.Second); err != nil || len(p.Roles) != 2 || p.Roles[0].Role != "msgrate-target" || p.Roles[1].Role != "msgrate-sender" ||
+		p.Roles[1].Peers[0] != "msgrate-target" || p.Roles[0].Host == p.Roles[1].Host {
+		t.Errorf("msgrate benchmark: %+v, %v", p, err)
 	}
 }
 

@@ -204,7 +204,9 @@ on the second, over verbs, one slot per fragment size; --duration sets each
 slot's measured interval), or a hol benchmark (fig13: hol-sender on the first
 host, hol-receiver on the second, over verbs, one slot per large-flow count,
 fragmented and whole; --duration sets each slot's measured interval), or a
-flow scenario (its flows section: each flow a flow-sender on its source host
+msgrate benchmark (fig11: msgrate-sender's I/O threads on the first host,
+msgrate-target on the second, over verbs, one slot per QP count and
+thread-domain setting), or a flow scenario (its flows section: each flow a flow-sender on its source host
 and a flow-receiver on its destination, scenario host i being the hosts
 file's i-th host, with the flow's start, size and rate, over kernel TCP with
 either --transport; scenarios with faults are refused), or a berun role plan:
@@ -354,7 +356,7 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 }
 
 // perftestTransport refuses an explicit --transport tcp for a perftest,
-// fragsize or hol benchmark: their roles measure the RDMA device (RC and
+// fragsize, hol or msgrate benchmark: their roles measure the RDMA device (RC and
 // UD, or the core's fragments) and have no kernel-TCP form (the flag's default,
 // and verbs, are accepted).
 func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
@@ -367,6 +369,9 @@ func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 		}
 		if strings.HasPrefix(r.Role, "fragsize-") {
 			return fmt.Errorf("%s: --transport tcp: a fragsize benchmark measures the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)
+		}
+		if strings.HasPrefix(r.Role, "msgrate-") {
+			return fmt.Errorf("%s: --transport tcp: a msgrate benchmark measures the RDMA device's doorbells (RDMA WRITEs on RC QPs) and always runs over verbs (drop the flag)", p.File)
 		}
 		if strings.HasPrefix(r.Role, "hol-") {
 			return fmt.Errorf("%s: --transport tcp: a hol benchmark measures head-of-line blocking behind the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)

@@ -142,7 +142,7 @@ func TestPerftestTransport(t *testing.T) {
 		t.Errorf("roles %+v", p.Roles)
 	}
 	// The fragsize and hol benchmarks likewise.
-	for _, name := range []string{"fig10", "fig13"} {
+	for _, name := range []string{"fig10", "fig11", "fig13"} {
 		f := filepath.Join(dir, name+".yaml")
 		data, _ := scenarios.Builtin(name)
 		if err := os.WriteFile(f, data, 0o600); err != nil {
