@@ -184,3 +184,32 @@ func TestRunChecksOutFirst(t *testing.T) {
 		t.Errorf("--out FILE: exit %d, output %q", code, out+errs)
 	}
 }
+
+// --search and --until go together, are parsed as besim parses them, and
+// both ends of the range must map onto the hosts before any run.
+func TestSearchFlags(t *testing.T) {
+	dir := t.TempDir()
+	hosts := filepath.Join(dir, "hosts.yaml")
+	if err := os.WriteFile(hosts, []byte("hosts:\n  - {name: a, control: \"127.0.0.1:7001\", data: 127.0.0.1}\n  - {name: b, control: \"127.0.0.1:7002\", data: 127.0.0.1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "fig14.yaml")
+	data, _ := scenarios.Builtin("fig14-incast")
+	if err := os.WriteFile(f, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--search", "workload.servers=2..10"}, "--search and --until go together"},
+		{[]string{"--search", "workload.servers=2..10", "--until", "pfc/frames_tx"}, "want METRIC OP NUMBER"},
+		{[]string{"--search", "workload.servers=ten", "--until", "pfc/frames_tx>0"}, "workload.servers"},
+		{[]string{"--search", "workload.nonsense=1..2", "--until", "pfc/frames_tx>0"}, "nonsense"},
+	} {
+		code, _, errs := runCmd(append([]string{"run", f, "--hosts", hosts}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+}
