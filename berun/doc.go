@@ -44,4 +44,9 @@
 // flow-sender/flow-receiver pairs over kernel TCP, one per flow, on the
 // hosts the scenario names (role/flow.go); one whose point is an injected
 // fault (pfc-storm) is refused.
+//
+// `berun run SCENARIO --search KEY=LO..HI --until PRED` is besim's search
+// (package sweep, whose simulator is pluggable) with one run on the hosts
+// per probe (controller.Search): the Table 4 search on hardware, reading
+// the NICs' pause counters through the report.
 package berun

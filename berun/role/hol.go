@@ -222,7 +222,8 @@ func (r *holRole) receive(ctx context.Context, spec Spec, sw fragsize.Sweep, res
 	n.listen()
 	var err error
 	select {
-	case <-time.After(time.Until(spec.End())):
+	// The last point's sender drains until half a warm-up after the end.
+	case <-time.After(time.Until(spec.End().Add(time.Duration(sw.Warmup / 2 / sim.Nanosecond)))):
 	case <-ctx.Done():
 		err = fmt.Errorf("stopped (%v)", context.Cause(ctx))
 	}
@@ -378,15 +379,18 @@ func (r *holRole) point(ctx context.Context, spec Spec, host, peer, peerAddr str
 	mu.Lock()
 	m.Stop()
 	mu.Unlock()
-	// Drain: every large message sent answered, or the slot's end.
+	// Drain: every large message sent answered, or the slot's end and half
+	// the next point's warm-up (a next point that starts that late still
+	// measures only its own messages: its first ones fall in its warm-up).
 	endAt := spec.Start.Add(time.Duration(sim.Time(i+1) * sw.Slot / sim.Nanosecond))
+	drainUntil := endAt.Add(time.Duration(sw.Warmup / 2 / sim.Nanosecond))
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
 		mu.Lock()
 		st.sent, st.resps = m.Sent, m.Resps
 		mu.Unlock()
-		if st.resps == st.sent || !time.Now().Before(endAt) || ctx.Err() != nil {
+		if st.resps == st.sent || !time.Now().Before(drainUntil) || ctx.Err() != nil {
 			break
 		}
 		<-tick.C
