@@ -367,6 +367,9 @@ func (r *msgrateRole) point(ctx context.Context, spec Spec, c *tcpx.Conn, i int,
 			if t.cq != nil {
 				errs = append(errs, t.cq.Destroy())
 			}
+			if t.td != nil {
+				errs = append(errs, t.td.Dealloc())
+			}
 		}
 		if e := errors.Join(errs...); e != nil && err == nil {
 			err = e
