@@ -92,6 +92,9 @@ func newMsgrate(spec Spec) (Role, error) {
 	if s.Benchmark == nil || s.Benchmark.Kind != scenarios.MsgRate || len(s.Benchmark.QPs) == 0 || len(s.Benchmark.ThreadDomains) == 0 {
 		return nil, errors.New("the scenario has no msgrate benchmark")
 	}
+	if s.Benchmark.Through == scenarios.ThroughCore {
+		return nil, errors.New("benchmark.through: core: the msgrate roles post on the verbs directly (through: nic)")
+	}
 	r.scen = s
 	r.qos = vp.qos(s)
 	switch {
