@@ -6,7 +6,7 @@
 //
 //	berun/wire        control protocol: bounded frames, strict messages, HMAC token handshake (fuzzed)
 //	berun/tcpx        framed messages over kernel TCP: the transport of the tcp roles
-//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, perftest)
+//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, failover, perftest, fragsize, hol, msgrate, flow)
 //	berun/counters    NIC/fabric counters before and after a run (sysfs, ethtool -S, DCQCN sysfs)
 //	berun/plan        hosts file and run plan, turned into per-host assignments
 //	berun/agent       `berun agent`: one controller session at a time, roles at the start instant
@@ -25,10 +25,11 @@
 // others' results. Every wait on either side is bounded.
 //
 // besim scenarios with a ps-cluster, incast-pull or failover workload, or
-// a perftest benchmark, run unedited (plan.FromScenario maps the scenario's servers,
+// a perftest, fragsize, hol or msgrate benchmark, or flows, run unedited (plan.FromScenario maps the scenario's servers,
 // clients, workers and victim flows onto the hosts file): the roles replay
 // the workload with the state machines besim simulates (workloads/ps,
-// workloads/incast, workloads/failover, workloads/perftest: the same shard placement, draws,
+// workloads/incast, workloads/failover, workloads/perftest, workloads/fragsize,
+// workloads/hol: the same shard placement, draws,
 // sizes and random streams), and the controller also writes the run in
 // besim's result format (controller.Report) so `besim compare` puts
 // simulation and hardware side by side. With `--transport verbs` the
@@ -38,6 +39,14 @@
 // scenario's lossless priority); agents need -tags rdma, and refuse
 // without a device. A failover scenario's host crash becomes the crashed
 // server closing its endpoint; its other fault kinds, and the other
-// scenario kinds (the other benchmarks, flows), are refused with a message
-// saying so.
+// scenario kinds, are refused with a message saying why (plan.Refused;
+// none at present). A flow scenario's flows replay as
+// flow-sender/flow-receiver pairs over kernel TCP, one per flow, on the
+// hosts the scenario names (role/flow.go); one whose point is an injected
+// fault (pfc-storm) is refused.
+//
+// `berun run SCENARIO --search KEY=LO..HI --until PRED` is besim's search
+// (package sweep, whose simulator is pluggable) with one run on the hosts
+// per probe (controller.Search): the Table 4 search on hardware, reading
+// the NICs' pause counters through the report.
 package berun

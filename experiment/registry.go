@@ -173,16 +173,33 @@ func panicSite() string {
 // binary (report.Result.SetBuild), the scenario's name, seed and digest,
 // and the scenario with every default. Build's runners call it; a sweep
 // calls it with its base scenario.
-func Provenance(r *report.Result, s *scenarios.Scenario) error {
-	r.SetBuild()
-	r.Scenario, r.Seed = s.Name, s.Seed
-	r.ScenarioSHA256 = s.Digest()
-	j, err := s.JSON()
+func Provenance(r *report.Result, s *scenarios.Scenario) error { return s.Stamp(r) }
+
+// Simulate builds and runs one scenario (the simulator of besim's sweeps
+// and searches, sweep.DefaultSimulator). The result has no Timing (it is
+// returned apart); a panic inside the models becomes an error. A scenario
+// that cannot be built, or whose run fails, returns an error (and, when
+// the run failed, also the result with its note): a sweep records such a
+// point as failed rather than as a row of missing metrics.
+func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("simulation of %s failed: %v", s.Name, r)
+		}
+	}()
+	x, err := Build(s)
 	if err != nil {
-		return fmt.Errorf("resolved scenario: %w", err)
+		return nil, t, err
 	}
-	r.ResolvedScenario = j
-	return nil
+	r, runErr := x.Run()
+	if r == nil {
+		return nil, t, runErr
+	}
+	if r.Timing != nil {
+		t = *r.Timing
+	}
+	r.Timing = nil
+	return r, t, runErr
 }
 
 // NewResult is the empty result of a run of s.

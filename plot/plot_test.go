@@ -12,6 +12,7 @@ import (
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/sweep"
+	_ "github.com/besim/besim/sweep/simulate"
 )
 
 // fixtures: a 2-D sweep, a search and a plain run with series and a

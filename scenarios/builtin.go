@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/besim/besim/report"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/besim/besim/internal/fileio"
@@ -100,6 +102,22 @@ func Load(nameOrPath string) (*Scenario, error) {
 		return nil, err
 	}
 	return loadBuiltin(nameOrPath)
+}
+
+// Stamp stamps r with where it came from: the build of the running binary
+// (report.Result.SetBuild), the scenario's name, seed and digest, and the
+// scenario with every default (experiment.Provenance; sweeps, which also
+// run without the simulator, call it directly).
+func (s *Scenario) Stamp(r *report.Result) error {
+	r.SetBuild()
+	r.Scenario, r.Seed = s.Name, s.Seed
+	r.ScenarioSHA256 = s.Digest()
+	j, err := s.JSON()
+	if err != nil {
+		return fmt.Errorf("resolved scenario: %w", err)
+	}
+	r.ResolvedScenario = j
+	return nil
 }
 
 // YAML writes the scenario, with its defaults, in the file format: the

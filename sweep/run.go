@@ -3,6 +3,7 @@ package sweep
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -13,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 )
@@ -45,6 +45,8 @@ type Options struct {
 	// starts, points in flight are abandoned, and Run and RunSearch return
 	// the finished points with an *Incomplete error (Interrupted).
 	Stop <-chan struct{}
+	// Simulate runs each point (nil: DefaultSimulator).
+	Simulate Simulator
 }
 
 // Progress is reported after each finished point.
@@ -70,30 +72,32 @@ func (st *Stats) add(t report.Timing) {
 	st.SimSeconds += t.WallSeconds
 }
 
-// Simulate builds and runs one scenario. The result has no Timing (it is
-// returned apart); a panic inside the models becomes an error. A scenario
-// that cannot be built, or whose run fails, returns an error (and, when
-// the run failed, also the result with its note): a sweep records such a
-// point as failed rather than as a row of missing metrics.
-func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("simulation of %s failed: %v", s.Name, r)
-		}
-	}()
-	x, err := experiment.Build(s)
-	if err != nil {
-		return nil, t, err
+// Simulator runs one scenario of a sweep or search and reduces it to a
+// result: besim's is experiment.Simulate (package sweep/simulate makes it
+// the default), berun's runs the scenario on real hosts. It returns an
+// error for a point that could not be built or run (and, when the run
+// failed, also the result with its note); the Timing is returned apart.
+type Simulator func(s *scenarios.Scenario) (*report.Result, report.Timing, error)
+
+// DefaultSimulator is the Simulator of Simulate, and of Run and RunSearch
+// when Options.Simulate is nil. This package links no simulator (so that
+// berun, which links none, can run searches on hardware); importing
+// package sweep/simulate sets it to besim's.
+var DefaultSimulator Simulator
+
+// Simulate runs one scenario with DefaultSimulator.
+func Simulate(s *scenarios.Scenario) (*report.Result, report.Timing, error) {
+	if DefaultSimulator == nil {
+		return nil, report.Timing{}, errors.New(`sweep: no simulator linked (import _ "github.com/besim/besim/sweep/simulate", or set Options.Simulate)`)
 	}
-	r, runErr := x.Run()
-	if r == nil {
-		return nil, t, runErr
+	return DefaultSimulator(s)
+}
+
+func (o *Options) simulate(s *scenarios.Scenario) (*report.Result, report.Timing, error) {
+	if o.Simulate != nil {
+		return o.Simulate(s)
 	}
-	if r.Timing != nil {
-		t = *r.Timing
-	}
-	r.Timing = nil
-	return r, t, runErr
+	return Simulate(s)
 }
 
 // FailedPoint is a point of a sweep or search whose simulation could not
@@ -291,7 +295,7 @@ type meta struct {
 func newMeta(b *Base, def ...string) (meta, error) {
 	s := b.Scenario
 	m := meta{tool: "besim", scenario: s.Name, seed: s.Seed, duration: s.Duration.Time().String(), digest: digest(b, def...)}
-	err := experiment.Provenance(&m.prov, s)
+	err := s.Stamp(&m.prov)
 	return m, err
 }
 
@@ -602,7 +606,7 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 		if err != nil {
 			return nil, st, err
 		}
-		r, t, err := Simulate(l.s)
+		r, t, err := opt.simulate(l.s)
 		if err != nil {
 			return nil, st, fmt.Errorf("point %s failed, so this shard cannot learn the sweep's columns from it (name them with --metrics): %w", all[0].Key(), l.explain(err))
 		}
@@ -616,7 +620,7 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 	errs := make([]string, len(pts))
 	prog := &progress{opt: &opt, total: len(pts), start: start}
 	finished, err := forEach(len(pts), opt.Jobs, opt.Stop, func(i int) error {
-		r, t, err := Simulate(scs[i].s)
+		r, t, err := opt.simulate(scs[i].s)
 		if err != nil {
 			// A failed point is a row with its error, not the end of
 			// the sweep; its metrics are not read.

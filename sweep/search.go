@@ -188,7 +188,7 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 			if err != nil {
 				return probe{}, err
 			}
-			r, t, err := Simulate(l.s)
+			r, t, err := opt.simulate(l.s)
 			mu.Lock()
 			st.add(t)
 			mu.Unlock()

@@ -1,4 +1,11 @@
 package sweep
 
-// The scenarios these tests run need every workload kind registered.
-import _ "github.com/besim/besim/workloads/all"
+import (
+	"github.com/besim/besim/experiment"
+	// The scenarios these tests run need every workload kind registered.
+	_ "github.com/besim/besim/workloads/all"
+)
+
+// These tests run besim's simulator, as package sweep/simulate makes the
+// default (which they cannot import: it imports this package).
+func init() { DefaultSimulator = experiment.Simulate }

@@ -11,7 +11,11 @@ import (
 	"github.com/besim/besim/berun/role"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
 	"github.com/besim/besim/workloads/fragsize"
+	"github.com/besim/besim/workloads/hol"
+	"github.com/besim/besim/workloads/msgrate"
 	"github.com/besim/besim/workloads/perftest"
 )
 
@@ -24,7 +28,10 @@ import (
 // names (pull/ count and latency in us, worker/ and victim/ goodput);
 // perftest runs besim's table2 names (perftest/RATE/MTU/TRANSPORT/gbps,
 // keyed by the hosts' link); fragsize runs besim's fig10 names
-// (fragsize/RATE/SIZE/gbps, fragsizeReport); failover runs besim's failover/ names
+// (fragsize/RATE/SIZE/gbps, fragsizeReport); hol runs besim's fig13 names
+// (hol/FLOWS/SETTING/mean and p99, holReport); msgrate runs besim's
+// fig11 names (msgrate/TD/QPS/mmps, msgrateReport); flow scenarios besim's
+// flow/NAME/goodput, flows/sent and flows/delivered (flowsReport); failover runs besim's failover/ names
 // (failoverReport); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
 // and nak/ totals, and where they did not a note says so instead of a zero.
@@ -35,6 +42,9 @@ func Report(rf *ResultFile) *report.Result {
 	incastReport(r, rf)
 	perftestReport(r, rf)
 	fragsizeReport(r, rf)
+	holReport(r, rf)
+	msgrateReport(r, rf)
+	flowsReport(r, rf)
 	failoverReport(r, rf)
 	counterTotals(r, rf)
 	for _, h := range rf.Hosts {
@@ -273,6 +283,188 @@ func fragsizeReport(r *report.Result, rf *ResultFile) {
 			r.Notes = append(r.Notes, fmt.Sprintf("fragsize: the receiver's message bytes in each fragment size's measured interval of %gs, on a %s link", ro.Metrics["measure_s"], rate))
 		}
 	}
+}
+
+// holReport reduces a hol-receiver's per-point latency and goodput with
+// besim's own reduction (hol.Reduce): the same hol/FLOWS/SETTING/mean and
+// .../p99 names and the same table, its points read back from the role's
+// metrics (mean_us/KEY, ...); the large-flow counts are those the role
+// measured, in order.
+func holReport(r *report.Result, rf *ResultFile) {
+	for _, h := range rf.Hosts {
+		for _, ro := range h.Roles {
+			if ro.Role != "hol-receiver" {
+				continue
+			}
+			var flows []int
+			for k := range ro.Metrics {
+				if key, ok := strings.CutPrefix(k, "mean_us/"); ok {
+					if n, ok := strings.CutSuffix(key, "/fragmented"); ok {
+						if v, err := strconv.Atoi(n); err == nil {
+							flows = append(flows, v)
+						}
+					}
+				}
+			}
+			if len(flows) == 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: no hol measurements in its result (%s)", ro.ID, ro.Status))
+				continue
+			}
+			sort.Ints(flows)
+			s := &scenarios.Scenario{Benchmark: &scenarios.Benchmark{Kind: scenarios.HOL, LargeFlows: flows,
+				Message: scenarios.Size(ro.Metrics["small_bytes"]), LargeMessage: scenarios.Size(ro.Metrics["large_bytes"]),
+				Fragment: scenarios.Size(ro.Metrics["fragment_bytes"]), Interval: scenarios.Duration(ro.Metrics["interval_s"] * float64(sim.Second))}}
+			var pts []hol.Point
+			for _, n := range flows {
+				for _, set := range []string{"fragmented", "whole"} {
+					k := strconv.Itoa(n) + "/" + set
+					m := ro.Metrics
+					pts = append(pts, hol.Point{LargeFlows: n, Fragmented: set == "fragmented", MeanUs: m["mean_us/"+k], P50Us: m["p50_us/"+k],
+						P99Us: m["p99_us/"+k], Samples: int(m["samples/"+k]), LargeGbps: m["large_gbps/"+k]})
+				}
+			}
+			hol.Reduce(s, pts, r)
+			r.Notes = append(r.Notes, fmt.Sprintf("hol: the receiver's latencies in each point's measured interval of %gs; the one-way latency on real hosts is the receiver's clock minus the sender's (each agent's view of the synchronized start), so across hosts it carries the error of the clock-offset estimate in the result file", ro.Metrics["measure_s"]))
+		}
+	}
+}
+
+// msgrateReport reduces a msgrate-sender's per-point message rates with
+// besim's own reduction (msgrate.Reduce): the same msgrate/td|no_td/QPS/mmps
+// names and table, the points read back from the role's metrics
+// (mmps/KEY). besim's shared-doorbell QPs and lock time are the simulated
+// provider's internals, not measured on hardware: -1.
+func msgrateReport(r *report.Result, rf *ResultFile) {
+	for _, h := range rf.Hosts {
+		for _, ro := range h.Roles {
+			if ro.Role != "msgrate-sender" {
+				continue
+			}
+			qset := map[int]bool{}
+			tdset := map[bool]bool{}
+			for k := range ro.Metrics {
+				key, ok := strings.CutPrefix(k, "mmps/")
+				if !ok {
+					continue
+				}
+				td, q, ok := strings.Cut(key, "/")
+				n, err := strconv.Atoi(q)
+				if !ok || err != nil || td != "td" && td != "no_td" {
+					continue
+				}
+				qset[n], tdset[td == "td"] = true, true
+			}
+			if len(qset) == 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: no msgrate measurements in its result (%s)", ro.ID, ro.Status))
+				continue
+			}
+			b := &scenarios.Benchmark{Kind: scenarios.MsgRate, Threads: int(ro.Metrics["threads"]), Message: scenarios.Size(ro.Metrics["message_bytes"])}
+			for q := range qset {
+				b.QPs = append(b.QPs, q)
+			}
+			sort.Ints(b.QPs)
+			for _, td := range []bool{false, true} {
+				if tdset[td] {
+					b.ThreadDomains = append(b.ThreadDomains, td)
+				}
+			}
+			pts := make([][]msgrate.Point, len(b.QPs))
+			for i, q := range b.QPs {
+				for _, td := range b.ThreadDomains {
+					k := "no_td/"
+					if td {
+						k = "td/"
+					}
+					v, ok := ro.Metrics["mmps/"+k+strconv.Itoa(q)]
+					if !ok {
+						v = -1
+					}
+					pts[i] = append(pts[i], msgrate.Point{Mmps: v, Shared: -1, LockPct: -1})
+				}
+			}
+			msgrate.Reduce(&scenarios.Scenario{Benchmark: b}, pts, r)
+			r.Notes = append(r.Notes, fmt.Sprintf("msgrate: the RDMA WRITEs the sender's I/O threads posted in each point's measured interval of %gs; the shared-doorbell QPs and the CPU time in doorbell locks are the simulated provider's and are not measured on hardware (-1)", ro.Metrics["measure_s"]))
+		}
+	}
+}
+
+// flowsReport reduces the flow roles of a flow scenario to besim's names:
+// flow/NAME/goodput (Gbps, the receiver's, measured as besim does),
+// flows/sent and flows/delivered (bytes over all flows), and a flows table
+// with each flow's completion time (sized flows) and whether it completed.
+func flowsReport(r *report.Result, rf *ResultFile) {
+	type flow struct {
+		name     string
+		tx, rx   *RoleResult
+		txh, rxh string
+	}
+	byName := map[string]*flow{}
+	var order []string
+	for _, h := range rf.Hosts {
+		for i := range h.Roles {
+			ro := &h.Roles[i]
+			if ro.Role != "flow-sender" && ro.Role != "flow-receiver" {
+				continue
+			}
+			id := strings.TrimSuffix(strings.TrimSuffix(ro.ID, "-tx"), "-rx")
+			f := byName[id]
+			if f == nil {
+				f = &flow{}
+				byName[id] = f
+				order = append(order, id)
+			}
+			if ro.Role == "flow-sender" {
+				f.tx, f.txh = ro, h.Name
+			} else {
+				f.rx, f.rxh = ro, h.Name
+			}
+		}
+	}
+	if len(order) == 0 {
+		return
+	}
+	// In plan order (f0, f1, ...), besim's flow order.
+	sort.Slice(order, func(i, j int) bool {
+		a, _ := strconv.Atoi(strings.TrimPrefix(order[i], "f"))
+		b, _ := strconv.Atoi(strings.TrimPrefix(order[j], "f"))
+		return a < b
+	})
+	tbl := report.Table{Name: "flows", Title: "Flows (kernel TCP between real hosts)", KeyName: "flow", Columns: []report.Column{
+		{Name: "sent", Unit: "KB"}, {Name: "delivered", Unit: "KB"},
+		{Name: "goodput", Unit: "Gbps"}, {Name: "FCT", Unit: "us"}, {Name: "completed"}}}
+	var sent, delivered float64
+	incomplete := 0
+	for _, id := range order {
+		f := byName[id]
+		if f.tx == nil || f.rx == nil || f.tx.Metrics == nil || f.rx.Metrics == nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("flow %s: a role's result is missing", id))
+			continue
+		}
+		name := id
+		var d struct {
+			Flow string `json:"flow"`
+		}
+		if json.Unmarshal(f.tx.Detail, &d) == nil && d.Flow != "" {
+			name = d.Flow
+		}
+		tx, rx := f.tx.Metrics, f.rx.Metrics
+		sent += tx["bytes"]
+		delivered += rx["bytes"]
+		fct := -1.0
+		if tx["completed"] == 1 && tx["size"] > 0 {
+			fct = tx["fct_s"] * 1e6
+		}
+		if tx["completed"] != 1 {
+			incomplete++
+		}
+		r.Add("flow/"+name+"/goodput", rx["goodput_gbps"], "Gbps")
+		tbl.AddRow(name+" ("+f.txh+"->"+f.rxh+")", tx["bytes"]/1e3, rx["bytes"]/1e3, rx["goodput_gbps"], fct, tx["completed"])
+	}
+	r.Add("flows/sent", sent, "bytes")
+	r.Add("flows/delivered", delivered, "bytes")
+	r.Add("flows/incomplete", float64(incomplete), "")
+	r.Tables = append(r.Tables, tbl)
+	r.Notes = append(r.Notes, "flows: each flow is a kernel TCP stream between the hosts (besim's raw, rc or ud flows are not): TCP's own congestion control paces it, and it rides the scenario's priority only where the hosts map TCP to it; goodput is the receiver's bytes after the first message over the first to the last arrival (besim's), FCT from the flow's start to the receiver's acknowledgement of every byte")
 }
 
 // counterTotals sums NIC counter deltas over hosts into the names besim

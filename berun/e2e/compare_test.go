@@ -30,6 +30,15 @@ func besimVsBerun(t *testing.T, stdout, name string, scen []byte) (sim, hw *repo
 	if err != nil {
 		t.Fatal(err)
 	}
+	sim, rows = besimVs(t, hw, name, scen)
+	return sim, hw, rows
+}
+
+// besimVs simulates the scenario scen (named name) with besim and compares
+// its result with berun's hw (logged), returning besim's result and the
+// comparison's row keys.
+func besimVs(t *testing.T, hw *report.Result, name string, scen []byte) (sim *report.Result, rows map[string]bool) {
+	t.Helper()
 	s, err := scenarios.Parse(name, scen)
 	if err != nil {
 		t.Fatal(err)
@@ -49,5 +58,5 @@ func besimVsBerun(t *testing.T, stdout, name string, scen []byte) (sim, hw *repo
 	for _, row := range tbl.Rows {
 		rows[row.Key] = true
 	}
-	return sim, hw, rows
+	return sim, rows
 }

@@ -19,8 +19,9 @@ import (
 var psKinds = []string{"server", "ranker", "trainer", "worker", "client"}
 
 // FromScenario turns a besim scenario with a ps-cluster, incast-pull or
-// failover workload, or a perftest or fragsize benchmark (perftestPlan,
-// fragsizePlan), into a run
+// failover workload, a perftest, fragsize, hol or msgrate benchmark
+// (perftestPlan, fragsizePlan, holPlan, msgratePlan), or a flow scenario
+// (flowsPlan), into a run
 // plan, so that the file besim simulates is the file berun replays (see
 // psPlan, incastPlan and failoverPlan for the instances). Instances
 // go round-robin, in hosts-file order, over the hosts whose ps_roles allow
@@ -41,16 +42,30 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.Fragsize {
 		return fragsizePlan(file, data, s, hs, dur)
 	}
+	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.HOL {
+		return holPlan(file, data, s, hs, dur)
+	}
+	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.MsgRate {
+		if s.Benchmark.Through == scenarios.ThroughCore {
+			return nil, fmt.Errorf("%s: benchmark.through: core: berun's msgrate roles post RDMA WRITEs on the verbs directly (through: nic); the message rate through the ByteExpress core is not replayed yet (simulate it with besim)", file)
+		}
+		return msgratePlan(file, data, s, hs, dur)
+	}
 	w := s.Workload
+	if w == nil && s.Benchmark == nil {
+		return flowsPlan(file, data, s, hs, dur)
+	}
 	if w == nil || w.Kind != scenarios.PSCluster && w.Kind != scenarios.IncastPull && w.Kind != scenarios.Failover {
-		kind := "flows"
+		kind := "a benchmark"
 		switch {
+		case s.Benchmark != nil && Refused[string(s.Benchmark.Kind)] != "":
+			return nil, fmt.Errorf("%s: benchmark.kind %s: %s", file, s.Benchmark.Kind, Refused[string(s.Benchmark.Kind)])
 		case s.Benchmark != nil:
-			kind = "a benchmark"
+			kind = "benchmark " + string(s.Benchmark.Kind)
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads and perftest and fragsize benchmarks; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads, perftest, fragsize, hol and msgrate benchmarks and flow scenarios; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -69,6 +84,9 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	}
 	if w.Kind == scenarios.Failover {
 		return failoverPlan(p, file, s, hs)
+	}
+	if w.RPCOn() {
+		return nil, fmt.Errorf("%s: workload.rpc: the ps roles do not run the RPC layer (byteexpress/rpc) yet; replay with rpc: false, or simulate it with besim", file)
 	}
 	return psPlan(p, file, w, hs)
 }
@@ -293,8 +311,38 @@ func failoverPlan(p *Plan, file string, s *scenarios.Scenario, hs *Hosts) (*Plan
 // is one rate: the receiver reads its port's, which names the point in
 // besim's metrics.
 func fragsizePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	return sweepPlan(file, data, s, hs, dur, "fragsize", "receiver", "fragment sizes", len(s.Benchmark.Fragments))
+}
+
+// holPlan: a hol benchmark (Figure 13) runs between the first two hosts of
+// the hosts file, hol-sender on the first and hol-receiver on the second
+// (ps_roles do not apply), always over verbs. Its points (each large-flow
+// count, with fragmentation and without) run one after the other as a
+// fragsize sweep's do: the scenario's duration (or dur) is each one's
+// measured interval, after the benchmark's warmup, with a tenth of each
+// slot to drain.
+func holPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	return sweepPlan(file, data, s, hs, dur, "hol", "receiver", "points (large-flow counts, fragmented and whole)", 2*len(s.Benchmark.LargeFlows))
+}
+
+// msgratePlan: a msgrate benchmark (Figure 11) runs between the first two
+// hosts of the hosts file, msgrate-sender (the I/O threads) on the first
+// and msgrate-target (the memory the WRITEs land in) on the second
+// (ps_roles do not apply), always over verbs. Its points (each QP count,
+// with and without thread domains) run one after the other as a fragsize
+// sweep's do: the scenario's duration (or dur) is each one's measured
+// interval, after the benchmark's warmup, with a tenth of each slot to
+// drain.
+func msgratePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	return sweepPlan(file, data, s, hs, dur, "msgrate", "target", "points (QP counts, with and without thread domains)", len(s.Benchmark.QPs)*len(s.Benchmark.ThreadDomains))
+}
+
+// sweepPlan is a two-host benchmark whose n points run one after the
+// other in slots (fragsize.Sweep): KIND-sender on the first host of the
+// hosts file, KIND-RECEIVER (its peer) on the second.
+func sweepPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration, kind, receiver, what string, n int) (*Plan, error) {
 	if len(hs.Hosts) < 2 {
-		return nil, fmt.Errorf("%s: a fragsize benchmark runs between two hosts; the hosts file has %d", file, len(hs.Hosts))
+		return nil, fmt.Errorf("%s: a %s benchmark runs between two hosts; the hosts file has %d", file, kind, len(hs.Hosts))
 	}
 	b := s.Benchmark
 	measure := s.Duration.Time()
@@ -302,15 +350,85 @@ func fragsizePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, du
 		measure = sim.Time(dur.Nanoseconds()) * sim.Nanosecond
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
-	p.Dur = time.Duration(fragsize.SweepDuration(len(b.Fragments), b.Warmup.Time(), measure) / sim.Nanosecond)
+	p.Dur = time.Duration(fragsize.SweepDuration(n, b.Warmup.Time(), measure) / sim.Nanosecond)
 	if measure <= 0 || p.Dur > wire.MaxDuration {
-		return nil, fmt.Errorf("%s: a measured interval of %v for each of %d fragment sizes (with the warmup %v and the drain, %v): want more than 0 and at most %v in all (use --duration)",
-			file, measure, len(b.Fragments), b.Warmup, p.Dur, wire.MaxDuration)
+		return nil, fmt.Errorf("%s: a measured interval of %v for each of %d %s (with the warmup %v and the drain, %v): want more than 0 and at most %v in all (use --duration)",
+			file, measure, n, what, b.Warmup, p.Dur, wire.MaxDuration)
 	}
 	p.Duration = p.Dur.String()
-	sender, receiver := hs.Hosts[0].Name, hs.Hosts[1].Name
+	rx := kind + "-" + receiver
 	p.Roles = append(p.Roles,
-		RoleEntry{ID: "fragsize-receiver", Role: "fragsize-receiver", Host: receiver, Params: map[string]string{}},
-		RoleEntry{ID: "fragsize-sender", Role: "fragsize-sender", Host: sender, Peers: []string{"fragsize-receiver"}, Params: map[string]string{}})
+		RoleEntry{ID: rx, Role: rx, Host: hs.Hosts[1].Name, Params: map[string]string{}},
+		RoleEntry{ID: kind + "-sender", Role: kind + "-sender", Host: hs.Hosts[0].Name, Peers: []string{rx}, Params: map[string]string{}})
+	return p, nil
+}
+
+// Replayed are the scenario kinds (experiment.Kind: a workload kind, a
+// benchmark kind, or "flows") berun replays on real hosts; Refused the
+// kinds it refuses, with the reason FromScenario gives. Every kind besim
+// registers is in one of them (berun/e2e's TestEveryKindReplayedOrRefused).
+var (
+	Replayed = []string{"ps-cluster", "incast-pull", "failover", "perftest", "fragsize", "hol", "msgrate", "flows"}
+	Refused  = map[string]string{
+		"pingpong": "berun does not replay the pingpong benchmark (Figure 8) yet: no berun role drives its one-message-outstanding client and server over the core (workloads/pingpong); simulate it with besim",
+		"peak":     "berun does not replay the peak benchmark (Figure 9) yet: no berun role runs its ByteExpress peak-throughput engine beside perftest (workloads/peak); replay fig10's fragsize benchmark and table2's perftest for the two halves, or simulate it with besim",
+	}
+)
+
+// flowsPlan: a flow scenario (a flows section, no workload or benchmark)
+// replays each flow instance (scenarios.ExpandFlows, in file order) as a
+// pair fN-rx (role flow-receiver) on the flow's destination host and fN-tx
+// (role flow-sender) on its source host, the scenario's host i being the
+// hosts file's i-th host (so the file needs as many hosts as the flows
+// use: an incast of 16 senders needs its 16 hosts, or a cut-down copy of
+// the scenario). Each sender gets the flow's start, size, rate (none for
+// rate: line) and message size; the flows are kernel TCP streams
+// (cmd/berun says so for --transport verbs). A scenario with faults is
+// refused: its point is a fault injected into the simulated fabric (a
+// PFC storm, link loss, a crash mid-flow) that berun cannot cause on a
+// real one.
+func flowsPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
+	if len(s.Faults) > 0 {
+		return nil, fmt.Errorf("%s: faults[0] kind %s: the point of this flow scenario is a fault injected into the simulated fabric, which berun cannot cause on a real one (it replays a flow scenario's flows, without faults; simulate it with besim)", file, s.Faults[0].Kind)
+	}
+	fis := s.ExpandFlows()
+	if len(fis) == 0 {
+		return nil, fmt.Errorf("%s: the scenario has no flows, no workload and no benchmark: nothing to replay", file)
+	}
+	need := 0
+	for _, fi := range fis {
+		need = max(need, fi.Src+1, fi.Dst+1)
+	}
+	if len(hs.Hosts) < need {
+		return nil, fmt.Errorf("%s: the flows use scenario hosts 0..%d, and scenario host i runs on the hosts file's i-th host; the hosts file has %d (add hosts, or cut the scenario's flows down)", file, need-1, len(hs.Hosts))
+	}
+	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
+	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
+	if dur > 0 {
+		p.Dur = dur
+	}
+	if p.Dur <= 0 || p.Dur > wire.MaxDuration {
+		return nil, fmt.Errorf("%s: duration %v: want more than 0 and at most %v (use --duration)", file, p.Dur, wire.MaxDuration)
+	}
+	p.Duration = p.Dur.String()
+	for i, fi := range fis {
+		start := time.Duration(fi.Start.Time() / sim.Nanosecond)
+		if start >= p.Dur {
+			return nil, fmt.Errorf("%s: flow %s starts at %v, not before the run's end %v (use --duration)", file, fi.Name, start, p.Dur)
+		}
+		id := "f" + strconv.Itoa(i)
+		rate := "0"
+		if !fi.Line {
+			rate = strconv.FormatInt(int64(fi.Rate), 10)
+		}
+		msg := int64(64 << 10)
+		if fi.Message > 0 {
+			msg = int64(fi.Message)
+		}
+		p.Roles = append(p.Roles,
+			RoleEntry{ID: id + "-rx", Role: "flow-receiver", Host: hs.Hosts[fi.Dst].Name, Params: map[string]string{"name": fi.Name, "message": strconv.FormatInt(msg, 10)}},
+			RoleEntry{ID: id + "-tx", Role: "flow-sender", Host: hs.Hosts[fi.Src].Name, Peers: []string{id + "-rx"},
+				Params: map[string]string{"name": fi.Name, "start": start.String(), "size": strconv.FormatInt(int64(fi.Size), 10), "rate": rate, "message": strconv.FormatInt(msg, 10)}})
+	}
 	return p, nil
 }

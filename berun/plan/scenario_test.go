@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestFromScenario(t *testing.T) {
 		t.Errorf("bad ps_roles: %v", err)
 	}
 	inc, _ := scenarios.Builtin("incast")
-	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "replays ps-cluster, incast-pull and failover workloads and perftest and fragsize benchmarks; this scenario has flows") {
+	if _, err := FromScenario("incast.yaml", inc, hs, time.Second); err == nil || !strings.Contains(err.Error(), "the flows use scenario hosts 0..17, and scenario host i runs on the hosts file's i-th host; the hosts file has 3") {
 		t.Errorf("incast: %v", err)
 	}
 	if !IsScenario(scen) || IsScenario([]byte(planYAML)) {
@@ -154,8 +155,9 @@ func TestFromPerftestScenario(t *testing.T) {
 		t.Errorf("one host: %v", err)
 	}
 	fig11, _ := scenarios.Builtin("fig11")
-	if _, err := FromScenario("fig11.yaml", fig11, hs, time.Second); err == nil || !strings.Contains(err.Error(), "this scenario has a benchmark") {
-		t.Errorf("msgrate benchmark: %v", err)
+	if p, err := FromScenario("fig11.yaml", fig11, hs, time.Second); err != nil || len(p.Roles) != 2 || p.Roles[0].Role != "msgrate-target" || p.Roles[1].Role != "msgrate-sender" ||
+		p.Roles[1].Peers[0] != "msgrate-target" || p.Roles[0].Host == p.Roles[1].Host {
+		t.Errorf("msgrate benchmark: %+v, %v", p, err)
 	}
 }
 
@@ -243,5 +245,80 @@ func TestLoadRefusesNonRegular(t *testing.T) {
 	}
 	if _, err := LoadHosts(t.TempDir()); err == nil {
 		t.Error("LoadHosts of a folder read it")
+	}
+}
+
+// A flow scenario: each flow instance a flow-sender on its source host and
+// a flow-receiver on its destination (scenario host i = the hosts file's
+// i-th), with its start, size and rate; rate: line is unpaced. A
+// scenario whose point is a fault is refused with the reason.
+func TestFromFlowsScenario(t *testing.T) {
+	var y strings.Builder
+	y.WriteString("hosts:\n")
+	for i := range 18 {
+		fmt.Fprintf(&y, "  - {name: h%d, control: \"127.0.0.1:%d\", data: 127.0.0.1}\n", i, 7000+i)
+	}
+	hs, err := ParseHosts("h.yaml", []byte(y.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc, _ := scenarios.Builtin("incast")
+	p, err := FromScenario("incast.yaml", inc, hs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Roles) != 34 || p.Dur != 2*time.Millisecond {
+		t.Fatalf("%d roles, %v; want 17 flows, 2ms", len(p.Roles), p.Dur)
+	}
+	rx, tx := p.Roles[0], p.Roles[1]
+	if rx.Role != "flow-receiver" || rx.Host != "h16" || tx.Role != "flow-sender" || tx.Host != "h0" || tx.Peers[0] != rx.ID ||
+		tx.Params["size"] != "262144" || tx.Params["rate"] != "15000000000" || tx.Params["start"] != "100µs" || tx.Params["name"] != "incast.0-16" {
+		t.Errorf("first flow: %+v %+v", rx, tx)
+	}
+	if v := p.Roles[33]; v.Host != "h0" || v.Params["size"] != "0" || v.Params["name"] != "victim" {
+		t.Errorf("victim: %+v", v)
+	}
+	if _, err := Assign(p, hs); err != nil {
+		t.Fatal(err)
+	}
+	lr, _ := scenarios.Builtin("line-rate")
+	if p, err := FromScenario("line-rate.yaml", lr, hs, time.Second); err != nil {
+		t.Error(err)
+	} else if p.Roles[1].Params["rate"] != "0" {
+		t.Errorf("rate: line: %+v", p.Roles[1])
+	}
+	storm, _ := scenarios.Builtin("pfc-storm")
+	if _, err := FromScenario("pfc-storm.yaml", storm, hs, time.Second); err == nil || !strings.Contains(err.Error(), "kind pfc-storm: the point of this flow scenario is a fault") {
+		t.Errorf("pfc-storm: %v", err)
+	}
+}
+
+// A ps-cluster with the RPC layer on is refused at planning, with the
+// reason, not later by every role.
+func TestFromPSScenarioRPCRefused(t *testing.T) {
+	hs, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := scenarios.Builtin("ps-cluster")
+	scen := strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n  rpc: {connect_timeout: 10ms, request_timeout: 40ms}\n", 1)
+	if !strings.Contains(scen, "rpc: {") {
+		t.Fatal("ps-cluster changed: cannot turn rpc on")
+	}
+	if _, err := FromScenario("ps.yaml", []byte(scen), hs, time.Second); err == nil || !strings.Contains(err.Error(), "workload.rpc: the ps roles do not run the RPC layer") {
+		t.Errorf("rpc on: %v", err)
+	}
+}
+
+// A msgrate benchmark through the core (fig11-core) is refused with the
+// reason: the msgrate roles post on the verbs directly.
+func TestFromMsgrateCoreRefused(t *testing.T) {
+	hs, err := ParseHosts("h.yaml", []byte("hosts:\n  - {name: a, control: \"127.0.0.1:7001\", data: 127.0.0.1}\n  - {name: b, control: \"127.0.0.1:7002\", data: 127.0.0.1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := scenarios.Builtin("fig11-core")
+	if _, err := FromScenario("fig11-core.yaml", data, hs, time.Second); err == nil || !strings.Contains(err.Error(), "benchmark.through: core: berun's msgrate roles post RDMA WRITEs on the verbs directly") {
+		t.Errorf("fig11-core: %v", err)
 	}
 }

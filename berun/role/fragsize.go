@@ -275,7 +275,8 @@ func (r *fragsizeRole) receive(ctx context.Context, spec Spec, sw fragsize.Sweep
 	n.listen()
 	var err error
 	select {
-	case <-time.After(time.Until(spec.End())):
+	// The last point's sender drains until half a warm-up after the end.
+	case <-time.After(time.Until(spec.End().Add(time.Duration(sw.Warmup / 2 / sim.Nanosecond)))):
 	case <-ctx.Done():
 		err = fmt.Errorf("stopped (%v)", context.Cause(ctx))
 	}
@@ -388,14 +389,17 @@ func (r *fragsizeRole) point(ctx context.Context, spec Spec, host, peer, peerAdd
 	mu.Lock()
 	m.Stop()
 	mu.Unlock()
-	// Drain: every message sent answered, or the slot's end.
+	// Drain: every message sent answered, or the slot's end and half the
+	// next point's warm-up (a next point that starts that late still
+	// measures only its own messages: its first ones fall in its warm-up).
+	drainUntil := endAt.Add(time.Duration(sw.Warmup / 2 / sim.Nanosecond))
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
 		mu.Lock()
 		sent, resps = m.Sent, m.Resps
 		mu.Unlock()
-		if resps == sent || !time.Now().Before(endAt) || ctx.Err() != nil {
+		if resps == sent || !time.Now().Before(drainUntil) || ctx.Err() != nil {
 			break
 		}
 		<-tick.C

@@ -27,6 +27,8 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +41,8 @@ import (
 	"github.com/besim/besim/berun/wire"
 	"github.com/besim/besim/internal/fileio"
 	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sweep"
 	"github.com/besim/besim/verbs/ibv"
 )
 
@@ -201,7 +205,22 @@ first host, perftest-server on the second, always over verbs, each transport at
 the hosts' link rate and MTU; --duration sets each transport's measured interval),
 or a fragsize benchmark (fig10: fragsize-sender on the first host, fragsize-receiver
 on the second, over verbs, one slot per fragment size; --duration sets each
-slot's measured interval), or a berun role plan:
+slot's measured interval), or a hol benchmark (fig13: hol-sender on the first
+host, hol-receiver on the second, over verbs, one slot per large-flow count,
+fragmented and whole; --duration sets each slot's measured interval), or a
+msgrate benchmark (fig11: msgrate-sender's I/O threads on the first host,
+msgrate-target on the second, over verbs, one slot per QP count and
+thread-domain setting), or a flow scenario (its flows section: each flow a flow-sender on its source host
+and a flow-receiver on its destination, scenario host i being the hosts
+file's i-th host, with the flow's start, size and rate, over kernel TCP with
+either --transport; scenarios with faults are refused), or a berun role plan.
+With --search KEY=LO..HI --until 'METRIC OP NUMBER' a besim scenario is
+searched as besim search does (the Table 4 search: --search
+workload.servers=8..128 --until 'pfc/frames_tx>0'): a bisection with one run
+on the hosts per probe, the predicate read from the run's report (the NIC
+counters' pfc/frames_tx, the workload's metrics), each run's result file in
+--out and besim's search table in --out/NAME.search.json.
+A role plan:
   name: tcp-baseline
   duration: 10s
   roles:
@@ -219,6 +238,8 @@ slot's measured interval), or a berun role plan:
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	dur := fs.Duration("duration", 0, "for a besim scenario: load time on the hosts (default: the scenario's duration)")
 	transport := fs.String("transport", "tcp", "for a besim scenario: tcp (kernel TCP) or verbs")
+	search := fs.String("search", "", "for a besim scenario: KEY=LO..HI, bisect KEY (as besim search) with one run per probe")
+	until := fs.String("until", "", "with --search: the predicate on the run's report, METRIC OP NUMBER (e.g. pfc/frames_tx>0)")
 	pos, code := parse(fs, args)
 	if code != 0 {
 		return helpCode(code)
@@ -232,6 +253,10 @@ slot's measured interval), or a berun role plan:
 	if err != nil {
 		fmt.Fprintf(stderr, "berun run: %v\n", err)
 		return 2
+	}
+	if *search != "" || *until != "" {
+		return runSearch(pos[0], hs, *search, *until, *dur, *transport, *tokenFile, *out, *quiet, controller.Config{DialTimeout: *dial,
+			Liveness: *liveness, StartDelay: *startDelay}, stdout, stderr)
 	}
 	p, err := loadPlan(pos[0], hs, *dur, *transport)
 	if err == nil {
@@ -304,6 +329,108 @@ slot's measured interval), or a berun role plan:
 	return 1
 }
 
+// runSearch is `berun run SCENARIO --search KEY=LO..HI --until PRED`:
+// besim's bisection (controller.Search) with one run on the hosts per
+// probe, each run's result file written to out as usual, and the search
+// result (table "search", besim's format) to out/NAME.search.json.
+func runSearch(file string, hs *plan.Hosts, search, until string, dur time.Duration, transport, tokenFile, out string, quiet bool,
+	cfg controller.Config, stdout, stderr io.Writer) int {
+	fail := func(code int, f string, args ...any) int {
+		fmt.Fprintf(stderr, "berun run: "+f+"\n", args...)
+		return code
+	}
+	if search == "" || until == "" {
+		return fail(2, "--search and --until go together (e.g. --search workload.servers=8..128 --until 'pfc/frames_tx>0')")
+	}
+	s, err := sweep.ParseSearch(search)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if s.Until, err = sweep.ParsePredicate(until); err != nil {
+		return fail(2, "%v", err)
+	}
+	data, err := fileio.ReadFile(file, plan.MaxFile, "scenario")
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	if !plan.IsScenario(data) {
+		return fail(2, "%s: --search needs a besim scenario, not a role plan", file)
+	}
+	base, err := sweep.NewBase(file, data)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	// Both ends must map onto the hosts before the first run.
+	for _, v := range []int64{s.Lo, s.Hi} {
+		sc, err := base.Apply([]sweep.Override{{Key: s.Key, Value: strconv.FormatInt(v, 10) + s.Unit}})
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		y, err := sc.YAML()
+		if err == nil {
+			_, err = scenarioPlan(file, y, hs, dur, transport)
+		}
+		if err != nil {
+			return fail(2, "--search %s: at %d: %v", search, v, err)
+		}
+	}
+	tok, ok := loadToken(tokenFile, stderr)
+	if !ok {
+		return 1
+	}
+	if err := fileio.CheckWritable(out, true); err != nil {
+		return fail(2, "--out %s: %v", out, err)
+	}
+	logf := log.New(stderr, "berun run: ", log.Ltime|log.Lmicroseconds).Printf
+	if quiet {
+		logf = func(string, ...any) {}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg.Hosts, cfg.Token, cfg.Logf = hs, tok, logf
+	r, err := controller.Search(base, s, func(sc *scenarios.Scenario) (*controller.ResultFile, error) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		y, err := sc.YAML()
+		if err != nil {
+			return nil, err
+		}
+		p, err := scenarioPlan(file, y, hs, dur, transport)
+		if err == nil {
+			_, err = plan.Assign(p, hs)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c := cfg
+		c.Plan = p
+		rf, err := controller.Run(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if path, err := rf.Write(out); err == nil {
+			logf("probe %s: %s: %s", s.Key, rf.Status, path)
+		}
+		return rf, nil
+	})
+	if r == nil {
+		return fail(1, "search: %v", err)
+	}
+	path := filepath.Join(out, r.Scenario+".search.json")
+	if werr := writeReport(r, path); werr != nil {
+		return fail(1, "writing the search result: %v", werr)
+	}
+	if tb, ok := r.Table("search"); ok {
+		_ = tb.WriteText(stdout)
+	}
+	fmt.Fprintf(stdout, "search (besim format): %s\n", path)
+	if err != nil {
+		return fail(3, "search: %v", err)
+	}
+	return 0
+}
+
 // loadHosts reads a hosts file (a regular file of at most plan.MaxFile
 // bytes).
 func loadHosts(file string) (*plan.Hosts, error) {
@@ -330,6 +457,12 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 	if transport != "tcp" && transport != "verbs" {
 		return nil, fmt.Errorf("--transport %q: want tcp or verbs", transport)
 	}
+	return scenarioPlan(file, data, hs, dur, transport)
+}
+
+// scenarioPlan maps a besim scenario onto the hosts, its workload roles
+// over the transport.
+func scenarioPlan(file string, data []byte, hs *plan.Hosts, dur time.Duration, transport string) (*plan.Plan, error) {
 	p, err := plan.FromScenario(file, data, hs, dur)
 	if err != nil {
 		return nil, err
@@ -347,9 +480,9 @@ func loadPlan(file string, hs *plan.Hosts, dur time.Duration, transport string) 
 	return p, nil
 }
 
-// perftestTransport refuses an explicit --transport tcp for a perftest or
-// fragsize benchmark: their roles measure the RDMA device (RC and UD, or
-// the core's fragments) and have no kernel-TCP form (the flag's default,
+// perftestTransport refuses an explicit --transport tcp for a perftest,
+// fragsize, hol or msgrate benchmark: their roles measure the RDMA device (RC and
+// UD, or the core's fragments) and have no kernel-TCP form (the flag's default,
 // and verbs, are accepted).
 func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 	if !explicit || transport != "tcp" {
@@ -361,6 +494,12 @@ func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 		}
 		if strings.HasPrefix(r.Role, "fragsize-") {
 			return fmt.Errorf("%s: --transport tcp: a fragsize benchmark measures the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)
+		}
+		if strings.HasPrefix(r.Role, "msgrate-") {
+			return fmt.Errorf("%s: --transport tcp: a msgrate benchmark measures the RDMA device's doorbells (RDMA WRITEs on RC QPs) and always runs over verbs (drop the flag)", p.File)
+		}
+		if strings.HasPrefix(r.Role, "hol-") {
+			return fmt.Errorf("%s: --transport tcp: a hol benchmark measures head-of-line blocking behind the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)
 		}
 	}
 	return nil

@@ -141,6 +141,17 @@ func TestPerftestTransport(t *testing.T) {
 	if len(p.Roles) != 2 || p.Roles[0].Role != "perftest-server" || p.Roles[1].Role != "perftest-client" {
 		t.Errorf("roles %+v", p.Roles)
 	}
+	// The fragsize and hol benchmarks likewise.
+	for _, name := range []string{"fig10", "fig11", "fig13"} {
+		f := filepath.Join(dir, name+".yaml")
+		data, _ := scenarios.Builtin(name)
+		if err := os.WriteFile(f, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errs := runCmd("run", f, "--hosts", hosts, "--transport", "tcp"); code != 2 || !strings.Contains(errs, "always runs over verbs") {
+			t.Errorf("%s --transport tcp: exit %d, %q", name, code, errs)
+		}
+	}
 }
 
 // TestUnboundedInputsRefused: a plan, scenario or hosts file that is not a
@@ -171,5 +182,34 @@ func TestRunChecksOutFirst(t *testing.T) {
 	code, out, errs := runCmd("run", plan, "--hosts", hosts, "--out", file, "--quiet")
 	if code != 2 || !strings.Contains(errs, "is a file, not a folder") || strings.Contains(out+errs, "127.0.0.1:1") {
 		t.Errorf("--out FILE: exit %d, output %q", code, out+errs)
+	}
+}
+
+// --search and --until go together, are parsed as besim parses them, and
+// both ends of the range must map onto the hosts before any run.
+func TestSearchFlags(t *testing.T) {
+	dir := t.TempDir()
+	hosts := filepath.Join(dir, "hosts.yaml")
+	if err := os.WriteFile(hosts, []byte("hosts:\n  - {name: a, control: \"127.0.0.1:7001\", data: 127.0.0.1}\n  - {name: b, control: \"127.0.0.1:7002\", data: 127.0.0.1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "fig14.yaml")
+	data, _ := scenarios.Builtin("fig14-incast")
+	if err := os.WriteFile(f, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--search", "workload.servers=2..10"}, "--search and --until go together"},
+		{[]string{"--search", "workload.servers=2..10", "--until", "pfc/frames_tx"}, "want METRIC OP NUMBER"},
+		{[]string{"--search", "workload.servers=ten", "--until", "pfc/frames_tx>0"}, "workload.servers"},
+		{[]string{"--search", "workload.nonsense=1..2", "--until", "pfc/frames_tx>0"}, "nonsense"},
+	} {
+		code, _, errs := runCmd(append([]string{"run", f, "--hosts", hosts}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errs, c.want)
+		}
 	}
 }

@@ -20,7 +20,8 @@ import (
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
-	_ "github.com/besim/besim/workloads/all" // every scenario kind
+	_ "github.com/besim/besim/sweep/simulate" // sweeps and searches run besim's simulator
+	_ "github.com/besim/besim/workloads/all"  // every scenario kind
 )
 
 func main() {
