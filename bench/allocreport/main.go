@@ -63,7 +63,7 @@ var columns = []struct {
 
 var (
 	ranges     = []string{"small", "large"}
-	allocators = []string{"bemalloc", "bemalloc-thp", "syncpool", "gomake"}
+	allocators = []string{"bemalloc", "bemalloc-thp", "bemalloc-cache", "syncpool", "gomake"}
 	threads    = []string{"1", "2", "4", "8"}
 	rangeTitle = map[string]string{
 		"small": "small allocations, 16 B-16 KB uniform",
@@ -174,7 +174,7 @@ func build(p *parsed) *report.Result {
 				t.AddRow(a+"/"+th, row...)
 			}
 		}
-		for _, a := range []string{"bemalloc", "bemalloc-thp"} {
+		for _, a := range []string{"bemalloc", "bemalloc-thp", "bemalloc-cache"} {
 			for _, th := range threads {
 				be, ok1 := t.Value(a+"/"+th, "ops/s")
 				sp, ok2 := t.Value("syncpool/"+th, "ops/s")
