@@ -97,7 +97,7 @@ for ext in png svg; do
 		-title "Figure 5 (model): registered memory of one client and one server, ps-cluster" \
 		-o "results/fig5/registered.$ext" results/fig5/result.json
 	go run ./cmd/besim plot --series memory/all/registered \
-		-title "Figure 5 (model): registered memory of all 24 hosts, ps-cluster" \
+		-title "Figure 5 (model): registered memory summed over all hosts, ps-cluster" \
 		-o "results/fig5/registered_all.$ext" results/fig5/result.json
 	go run ./cmd/besim plot --series memory/client0/registered,memory/server0/registered \
 		-title "Figure 5 (model): registered memory of one ranker and one server, fig16 (RDMA)" \

@@ -62,7 +62,8 @@ type Config struct {
 
 // MemSample is the registered memory at one instant of a run (Config.Series):
 // bemalloc's footprint of client host 0 and server 0, and its sum over
-// every host.
+// every simulated host (the leaves' idle hosts included: they register
+// what their engine setup does, a shared receive queue's buffers, say).
 type MemSample struct {
 	At                      sim.Time
 	Client, Server          bemalloc.Stats
