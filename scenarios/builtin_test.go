@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,7 +122,14 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load(bad) = %v", err)
 	}
 	_, err = Load("no-such-scenario")
-	want := `scenario "no-such-scenario": no such file, and not an embedded scenario (embedded: dcqcn-fairness, dcqcn-incast, failover, fig10, fig11, fig13, fig14-incast, fig15-incast, fig16, incast, incast-lossy, inference, line-rate, pfc-incast, pfc-storm, ps-cluster, quarantine, table2, tcp-fallback, training, victim-leafspine)`
+	var names []string
+	for _, in := range List() {
+		names = append(names, in.Name)
+	}
+	if !slices.Contains(names, "fig11") || !slices.Contains(names, "table2") {
+		t.Fatalf("List() = %v", names)
+	}
+	want := `scenario "no-such-scenario": no such file, and not an embedded scenario (embedded: ` + strings.Join(names, ", ") + `)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load(unknown) = %v\nwant %s", err, want)
 	}

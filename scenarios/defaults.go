@@ -114,12 +114,22 @@ const (
 	defaultHOLLarge       = MiB
 	defaultHOLDepth       = 2
 	defaultHOLFragment    = 4 * KiB
+	defaultPingWarmup     = Duration(200 * sim.Microsecond)
+	defaultPingDuration   = Duration(2 * sim.Millisecond)
+	defaultPingResponse   = 32 * Byte // the paper's §5.5 response size
+	defaultPeakWarmup     = Duration(2 * sim.Millisecond)
+	defaultPeakDuration   = Duration(5 * sim.Millisecond)
+	// defaultPeakFragment: Figure 10's largest fragment, which the model
+	// needs at 100 Gb/s and above to come near the line (fragsizesim).
+	defaultPeakFragment = 64 * KiB
 )
 
 var (
 	defaultFragRates  = []Rate{25 * Gbps, 100 * Gbps}
 	defaultFragSizes  = []Size{512, KiB, 2 * KiB, 4 * KiB, 8 * KiB, 16 * KiB, 32 * KiB, 64 * KiB}
 	defaultLargeFlows = []int{0, 1, 2, 4, 8}
+	// defaultPingMessages: the paper's Figure 8 range, 32 B to 16 KB.
+	defaultPingMessages = []Size{32, 64, 128, 256, 512, KiB, 2 * KiB, 4 * KiB, 8 * KiB, 16 * KiB}
 )
 
 var (
@@ -396,7 +406,11 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.message", &b.Message, defaultMsgMessage)
 		def(d, "benchmark.rate", &b.Rate, defaultMsgRate)
 		def(d, "benchmark.depth", &b.Depth, defaultMsgDepth)
-		def(d, "benchmark.signal_every", &b.SignalEvery, min(defaultMsgSignalEvery, max(b.Depth, 1)))
+		if b.Through == ThroughCore {
+			def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		} else {
+			def(d, "benchmark.signal_every", &b.SignalEvery, min(defaultMsgSignalEvery, max(b.Depth, 1)))
+		}
 		def(d, "benchmark.app_work", &b.AppWork, defaultMsgAppWork)
 		def(d, "benchmark.jitter", &b.Jitter, defaultMsgJitter)
 	case Fragsize:
@@ -420,6 +434,27 @@ func (d *defaulter) benchmark() {
 			def(d, "benchmark.warmup", &b.Warmup, Duration(20*msg))
 		}
 		def(d, "benchmark.depth", &b.Depth, defaultFragDepth)
+		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+	case PingPong:
+		def(d, "duration", &s.Duration, defaultPingDuration)
+		def(d, "benchmark.warmup", &b.Warmup, defaultPingWarmup)
+		if len(b.Messages) == 0 && !s.present("benchmark.messages") {
+			b.Messages = append([]Size(nil), defaultPingMessages...)
+		}
+		def(d, "benchmark.response", &b.Response, defaultPingResponse)
+		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+	case Peak:
+		def(d, "duration", &s.Duration, defaultPeakDuration)
+		def(d, "benchmark.warmup", &b.Warmup, defaultPeakWarmup)
+		if len(b.Transports) == 0 && !s.present("benchmark.transports") {
+			b.Transports = append([]Transport(nil), defaultPerfTrans...)
+		}
+		def(d, "benchmark.tx_depth", &b.TxDepth, defaultPerfTxDepth)
+		def(d, "benchmark.rx_depth", &b.RxDepth, defaultPerfRxDepth)
+		def(d, "benchmark.cq_mod", &b.CQMod, min(defaultPerfCQMod, max(b.TxDepth, 1)))
+		def(d, "benchmark.message", &b.Message, defaultFragMessage)
+		def(d, "benchmark.depth", &b.Depth, defaultFragDepth)
+		def(d, "benchmark.fragment", &b.Fragment, defaultPeakFragment)
 		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
 	case HOL:
 		def(d, "duration", &s.Duration, defaultHOLDuration)

@@ -82,6 +82,7 @@ var scalarSchemas = map[reflect.Type]map[string]any{
 	reflect.TypeFor[Scheduler]():         enumSchema(schedulers),
 	reflect.TypeFor[NICModel]():          enumSchema(nicModels),
 	reflect.TypeFor[Transport]():         enumSchema(transports),
+	reflect.TypeFor[MsgRateThrough]():    enumSchema(msgRateThroughs),
 	reflect.TypeFor[Op]():                enumSchema(ops),
 	reflect.TypeFor[CCKind]():            enumSchema(ccKinds),
 	reflect.TypeFor[PayloadMode]():       enumSchema(payloadModes),

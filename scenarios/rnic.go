@@ -222,11 +222,40 @@ const (
 	// flow's latency on an engine shared with large flows, with and without
 	// fragmentation.
 	HOL BenchmarkKind = "hol"
+	// PingPong is ByteExpress latency with one message outstanding (paper
+	// §5.5, Figure 8): one socket between two hosts on one switch, a
+	// message of each size answered with a response, the next sent when
+	// the answer arrives.
+	PingPong BenchmarkKind = "pingpong"
+	// Peak is ByteExpress peak throughput beside RC and UD perftest at
+	// each link-rate/MTU point (paper §5.5, Figure 9): one engine sending
+	// large messages, each answered with 32 bytes, and ib_send_bw.
+	Peak BenchmarkKind = "peak"
 )
 
-var benchmarkKinds = []string{string(Perftest), string(MsgRate), string(Fragsize), string(HOL)}
+var benchmarkKinds = []string{string(Perftest), string(MsgRate), string(Fragsize), string(HOL), string(PingPong), string(Peak)}
 
-// UnmarshalYAML accepts one of perftest, msgrate, fragsize, hol.
+// MsgRateThrough is what the msgrate benchmark posts through.
+type MsgRateThrough string
+
+// Msgrate paths.
+const (
+	// ThroughNIC: the I/O threads post RDMA WRITEs on the verbs directly
+	// (the NIC microbenchmark; the default).
+	ThroughNIC MsgRateThrough = "nic"
+	// ThroughCore: the I/O threads are the ByteExpress core's, one engine
+	// (QP) per socket, each message answered with 32 bytes.
+	ThroughCore MsgRateThrough = "core"
+)
+
+var msgRateThroughs = []string{string(ThroughNIC), string(ThroughCore)}
+
+// UnmarshalYAML accepts one of nic, core.
+func (t *MsgRateThrough) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(t), "msgrate path", msgRateThroughs)
+}
+
+// UnmarshalYAML accepts one of perftest, msgrate, fragsize, hol, pingpong, peak.
 func (k *BenchmarkKind) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(k), "benchmark kind", benchmarkKinds)
 }
@@ -253,15 +282,16 @@ type Benchmark struct {
 	CQMod      int         `yaml:"cq_mod,omitempty"`   // one signalled send in cq_mod (perftest --cq-mod)
 	Delay      Duration    `yaml:"delay,omitempty"`    // one-way cable delay
 
-	// msgrate.
-	Threads       int      `yaml:"threads,omitempty"`
-	QPs           []int    `yaml:"qps,omitempty"`            // one run per QP count
-	ThreadDomains []bool   `yaml:"thread_domains,omitempty"` // one series per value
-	Rate          Rate     `yaml:"rate,omitempty"`           // link rate
-	Depth         int      `yaml:"depth,omitempty"`          // WRITEs outstanding per QP
-	SignalEvery   int      `yaml:"signal_every,omitempty"`   // one signalled WRITE in this many
-	AppWork       Duration `yaml:"app_work,omitempty"`       // mean per-message CPU work outside verbs
-	Jitter        Fraction `yaml:"jitter,omitempty"`         // app_work spread, uniform +-jitter
+	// msgrate. Through is nic (unset: nic, not filled in) or core.
+	Through       MsgRateThrough `yaml:"through,omitempty"`
+	Threads       int            `yaml:"threads,omitempty"`
+	QPs           []int          `yaml:"qps,omitempty"`            // one run per QP count
+	ThreadDomains []bool         `yaml:"thread_domains,omitempty"` // one series per value
+	Rate          Rate           `yaml:"rate,omitempty"`           // link rate
+	Depth         int            `yaml:"depth,omitempty"`          // WRITEs outstanding per QP
+	SignalEvery   int            `yaml:"signal_every,omitempty"`   // one signalled WRITE in this many
+	AppWork       Duration       `yaml:"app_work,omitempty"`       // mean per-message CPU work outside verbs
+	Jitter        Fraction       `yaml:"jitter,omitempty"`         // app_work spread, uniform +-jitter
 
 	// fragsize (rates, message, depth and delay above also apply).
 	Fragments []Size `yaml:"fragments,omitempty"` // one point per fragment size and rate
@@ -272,6 +302,14 @@ type Benchmark struct {
 	Interval     Duration `yaml:"interval,omitempty"`      // small-flow period
 	LargeMessage Size     `yaml:"large_message,omitempty"` // large-flow message size
 	Fragment     Size     `yaml:"fragment,omitempty"`      // fragment size of the fragmented setting
+
+	// pingpong (points or rates and mtus, and delay above also apply).
+	Messages []Size `yaml:"messages,omitempty"` // one point per message size
+	Response Size   `yaml:"response,omitempty"` // the answer to every message
+
+	// peak: points or rates and mtus, transports, tx_depth, rx_depth and
+	// cq_mod are the perftest baselines' (their message the perftest
+	// default); message, depth and fragment are ByteExpress's; delay both.
 }
 
 // PerfPoint is one perftest configuration. Transport "" means every one of
