@@ -14,7 +14,7 @@ import (
 )
 
 // production are the embedded scenarios of production scale (paper §8).
-var production = map[string]bool{"inference": true, "training": true}
+var production = map[string]bool{"inference": true, "training": true, "fig16": true}
 
 func runJSON(t *testing.T, name string, seed uint64) []byte {
 	t.Helper()

@@ -17,7 +17,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 // wantBuiltins are the scenarios the project promises to ship.
-var wantBuiltins = []string{"dcqcn-fairness", "dcqcn-incast", "failover", "fig10", "fig11", "fig13", "incast", "incast-lossy", "inference", "line-rate", "pfc-incast", "pfc-storm", "ps-cluster", "table2", "quarantine", "tcp-fallback", "training", "victim-leafspine"}
+var wantBuiltins = []string{"dcqcn-fairness", "dcqcn-incast", "failover", "fig10", "fig11", "fig13", "fig16", "incast", "incast-lossy", "inference", "line-rate", "pfc-incast", "pfc-storm", "ps-cluster", "table2", "quarantine", "tcp-fallback", "training", "victim-leafspine"}
 
 func TestBuiltinsLoad(t *testing.T) {
 	list := List()

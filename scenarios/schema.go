@@ -257,7 +257,11 @@ type Outputs struct {
 	// Series selects the time series recorded: auto (the default, also
 	// written as an omitted key) the queue-depth series of the deepest
 	// queues and the rate series of the first rc/ud flows; all every switch
-	// queue's depth series; none no series (no sampling at all).
+	// queue's depth series; none no series (no sampling at all). A
+	// ps-cluster workload records no series under auto; all adds the
+	// latency of its user requests and fetches per sample_interval window
+	// (mean and P99) and its hosts' registered memory every
+	// sample_interval (the paper's Figures 16 and 5).
 	Series SeriesMode `yaml:"series,omitempty"`
 	// Warmup starts the measured interval of rc/ud flows (their goodput
 	// and the NIC counters' rates) this long after the run begins.

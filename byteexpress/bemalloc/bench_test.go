@@ -20,12 +20,17 @@ import (
 // slots; every iteration frees the buffer in a random slot (one in ten is
 // handed to the next goroutine, which frees it) and allocates a new one.
 //
-//	BenchmarkAlloc/{small,large}/{bemalloc,gomake,syncpool}/threads={1,2,4,8}
+//	BenchmarkAlloc/{small,large}/{bemalloc,bemalloc-thp,bemalloc-cache,gomake,syncpool}/threads={1,2,4,8}
 //
-// ops/s counts allocations plus frees per wall-clock second over all
-// goroutines. peak-MB is bemalloc's peak registered footprint, and for the
-// Go baselines the peak of the Go heap in use (runtime HeapInuse, sampled
-// every millisecond) above the level before the run.
+// bemalloc-thp is bemalloc with Config.HugePages (blocks advised
+// MADV_HUGEPAGE), bemalloc-cache with larger caches (bigCache). ops/s counts allocations plus frees per wall-clock second
+// over all goroutines. peak-MB is bemalloc's peak registered footprint, and
+// for the Go baselines the peak of the Go heap in use (runtime HeapInuse,
+// sampled every millisecond) above the level before the run. regs is the
+// RegMR calls bemalloc made in the timed phase (0 in a steady state), and
+// allocs/op the Go heap allocations per operation (b.ReportAllocs; 0 for
+// bemalloc, TestFigure4ZeroAllocs proves it without timing).
+// bench/alloc.sh runs them and writes results/fig4.
 
 type workload struct {
 	name     string
@@ -99,6 +104,7 @@ func (in *inbox[T]) take() []T {
 type allocator[T any] struct {
 	newWorker func() (alloc func(int) T, free func(T))
 	teardown  func() (peakBytes int64, ok bool) // bemalloc reports its footprint
+	regs      func() int64                      // bemalloc: RegMR calls so far; nil for the Go baselines
 	valid     func(T) bool
 }
 
@@ -188,6 +194,10 @@ func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocato
 		done.Wait()
 	}
 	phase(func(int) int { return warmRounds * w.live })
+	var regs0 int64
+	if a.regs != nil {
+		regs0 = a.regs()
+	}
 	b.ResetTimer()
 	t0 := time.Now()
 	phase(func(i int) int {
@@ -199,6 +209,9 @@ func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocato
 	})
 	elapsed := time.Since(t0)
 	b.StopTimer()
+	if a.regs != nil {
+		b.ReportMetric(float64(a.regs()-regs0), "regs")
+	}
 	close(stop)
 	sampler.Wait()
 	if v := heapInuse() - base; v > peak.Load() {
@@ -231,8 +244,15 @@ func heapInuse() int64 {
 	return int64(s[0].Value.Uint64() + s[1].Value.Uint64())
 }
 
-func bemallocAllocator(b *testing.B) allocator[Buf] {
-	p, err := New(newFakePD(), Config{})
+// bigCache is the bemalloc-cache contender: heap caches of 16 blocks
+// (64 MiB, above a goroutine's large working set of 64 buffers of 300 KB
+// mean) instead of 2, and 64 retained blocks instead of 16. A diagnostic,
+// not a tuned default: it shows how much of the large-allocation gap to
+// sync.Pool the cache sizes explain.
+var bigCache = Config{HeapCacheBytes: 16 * DefaultBlockSize, RetainBlocks: 64}
+
+func bemallocAllocator(b *testing.B, cfg Config) allocator[Buf] {
+	p, err := New(newFakePD(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -260,6 +280,7 @@ func bemallocAllocator(b *testing.B) allocator[Buf] {
 			}
 			return pk, true
 		},
+		regs:  func() int64 { return p.Stats().Registrations },
 		valid: func(x Buf) bool { return !x.IsZero() },
 	}
 }
@@ -306,13 +327,18 @@ func syncPoolAllocator(*testing.B) allocator[*[]byte] {
 func BenchmarkAlloc(b *testing.B) {
 	for _, w := range workloads {
 		b.Run(w.name, func(b *testing.B) {
-			for _, name := range []string{"bemalloc", "gomake", "syncpool"} {
+			for _, name := range []string{"bemalloc", "bemalloc-thp", "bemalloc-cache", "gomake", "syncpool"} {
 				b.Run(name, func(b *testing.B) {
 					for _, threads := range []int{1, 2, 4, 8} {
 						b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+							b.ReportAllocs()
 							switch name {
 							case "bemalloc":
-								runFigure4(b, w, threads, func() allocator[Buf] { return bemallocAllocator(b) })
+								runFigure4(b, w, threads, func() allocator[Buf] { return bemallocAllocator(b, Config{}) })
+							case "bemalloc-thp":
+								runFigure4(b, w, threads, func() allocator[Buf] { return bemallocAllocator(b, Config{HugePages: true}) })
+							case "bemalloc-cache":
+								runFigure4(b, w, threads, func() allocator[Buf] { return bemallocAllocator(b, bigCache) })
 							case "gomake":
 								runFigure4(b, w, threads, func() allocator[[]byte] { return goMakeAllocator(b) })
 							case "syncpool":
@@ -373,4 +399,64 @@ func BenchmarkGetMR(b *testing.B) {
 	b.StopTimer()
 	h.Deallocate(x)
 	p.Close()
+}
+
+// TestFigure4ZeroAllocs runs Figure 4's iteration (free the buffer in a
+// random slot, about one in ten through another heap, the cross-thread
+// free; allocate one of the workload's next size) on one goroutine, after
+// the benchmark's warm-up, and checks with testing.AllocsPerRun that
+// bemalloc makes no Go heap allocation in that steady state, for both size
+// ranges and with and without HugePages. It is BenchmarkAlloc's allocs/op
+// without the timing.
+func TestFigure4ZeroAllocs(t *testing.T) {
+	for _, w := range workloads {
+		for _, huge := range []bool{false, true} {
+			p, pd := newPool(t, Config{HugePages: huge})
+			own, other := p.NewHeap(), p.NewHeap()
+			sizes := w.sizes(1)
+			slots := make([]Buf, w.live)
+			rng, it := uint64(1), 0
+			step := func() {
+				rng ^= rng << 13
+				rng ^= rng >> 7
+				rng ^= rng << 17
+				j := rng % uint64(len(slots))
+				if old := slots[j]; !old.IsZero() {
+					h := own
+					if (rng>>32)%100 < crossPct {
+						h = other
+					}
+					if err := h.Deallocate(old); err != nil {
+						t.Fatal(err)
+					}
+				}
+				x, err := own.Allocate(sizes[it&(sizeTable-1)])
+				if err != nil {
+					t.Fatal(err)
+				}
+				x.Bytes()[0] = 1
+				slots[j], it = x, it+1
+			}
+			for range warmRounds * w.live {
+				step()
+			}
+			regs := p.Stats().Registrations
+			if n := testing.AllocsPerRun(20*w.live, step); n != 0 {
+				t.Errorf("%s (huge pages %v): %v Go heap allocations per iteration, want 0", w.name, huge, n)
+			}
+			if r := p.Stats().Registrations - regs; r != 0 {
+				t.Logf("%s (huge pages %v): %d registrations after the warm-up", w.name, huge, r)
+			}
+			for _, x := range slots {
+				if !x.IsZero() {
+					if err := own.Deallocate(x); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			own.Close()
+			other.Close()
+			closeClean(t, p, pd)
+		}
+	}
 }

@@ -55,6 +55,17 @@ type Config struct {
 	// InitialBlocks blocks are mapped and registered by New, so the first
 	// allocations do not pay for registration.
 	InitialBlocks int
+	// HugePages advises the kernel to back blocks with transparent huge
+	// pages (madvise MADV_HUGEPAGE; rpmalloc's enable_huge_pages option).
+	// Blocks are BlockSize-aligned, so a 4 MiB block is two 2 MiB pages:
+	// fewer TLB misses when large buffers are touched across many blocks
+	// (Figure 4's large allocations), and on a real NIC fewer translation
+	// entries per MR. It costs resident memory: the first touch of a
+	// 2 MiB page makes all of it resident, where 4 KiB pages make resident
+	// only what is touched, so a simulation with many mostly idle pools
+	// (one per simulated host) keeps it off. A hint only: it has no effect
+	// where THP is disabled or unavailable. Default off.
+	HugePages bool
 }
 
 // Errors returned by the pool.

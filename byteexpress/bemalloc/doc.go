@@ -28,7 +28,8 @@
 // every allocation from cached registered blocks without calling RegMR.
 // BenchmarkAlloc reproduces Figure 4 (operation rate and peak memory
 // against thread count, small and large allocations, 10% cross-thread
-// frees) against make([]byte)+GC and size-classed sync.Pools.
+// frees) against make([]byte)+GC and size-classed sync.Pools, with and
+// without Config.HugePages; bench/alloc.sh runs it into results/fig4.
 //
 // # Memory layout
 //

@@ -118,7 +118,12 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 	}
 	s.class = classLarge
 	s.size = uint32(k) << p.spanShift
-	s.owner.Store(h)
+	if s.owner.Load() != h {
+		// An atomic store is a locked instruction on x86, which waits for
+		// the caller's buffered stores; a run from this heap's own cache
+		// (the common case) is already this heap's.
+		s.owner.Store(h)
+	}
 	s.state.Store(1)
 	h.live.Add(1)
 	h.liveBytes.Add(int64(s.size))

@@ -9,7 +9,7 @@ type mapping struct {
 	size uintptr
 }
 
-func mapAligned(size, align uintptr) (mapping, error) {
+func mapAligned(size, align uintptr, huge bool) (mapping, error) {
 	return mapping{}, errors.New("bemalloc: anonymous mmap is not available on this platform")
 }
 

@@ -22,8 +22,10 @@ type mapping struct {
 // uses the aligned window inside. syscall.Munmap can only unmap a whole
 // mapping, so the slack (never touched, never registered, so it costs
 // address space but no physical memory) stays with the mapping until it is
-// released.
-func mapAligned(size, align uintptr) (mapping, error) {
+// released. With huge, the usable range is advised MADV_HUGEPAGE, so that
+// a kernel whose transparent huge pages are in madvise mode backs it with
+// 2 MiB pages where it can (Config.HugePages).
+func mapAligned(size, align uintptr, huge bool) (mapping, error) {
 	const prot = syscall.PROT_READ | syscall.PROT_WRITE
 	const flags = syscall.MAP_ANON | syscall.MAP_PRIVATE
 	raw, err := syscall.Mmap(-1, 0, int(size), prot, flags)
@@ -31,7 +33,7 @@ func mapAligned(size, align uintptr) (mapping, error) {
 		return mapping{}, err
 	}
 	if start := sliceAddr(raw); start&(align-1) == 0 {
-		return mapping{raw: raw, addr: start, size: size}, nil
+		return advise(mapping{raw: raw, addr: start, size: size}, huge), nil
 	}
 	if err := syscall.Munmap(raw); err != nil {
 		return mapping{}, err
@@ -46,7 +48,7 @@ func mapAligned(size, align uintptr) (mapping, error) {
 		return mapping{}, err
 	}
 	start := (sliceAddr(raw) + align - 1) &^ (align - 1)
-	return mapping{raw: raw, addr: start, size: size}, nil
+	return advise(mapping{raw: raw, addr: start, size: size}, huge), nil
 }
 
 func (m *mapping) unmap() error {

@@ -319,7 +319,7 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 // without Pool.mu (registration can take milliseconds on a real NIC).
 func (p *Pool) newBlock(n int, huge bool) (*block, error) {
 	size := uintptr(n) << p.blockShift
-	m, err := mapAligned(size, uintptr(1)<<p.blockShift)
+	m, err := mapAligned(size, uintptr(1)<<p.blockShift, p.cfg.HugePages)
 	if err != nil {
 		return nil, fmt.Errorf("bemalloc: mmap %d bytes: %w", size, err)
 	}

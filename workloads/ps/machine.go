@@ -94,6 +94,13 @@ type Stats struct {
 	// (they are in User, not in Users).
 	Failed, UsersFailed int64
 	RxBytes             int64 // answer bytes received in the interval
+	// Window, when SetWindows set it, splits the measured interval into
+	// windows of this length (the last may be shorter): UserWin[i] and
+	// FetchWin[i] hold the user requests and fetch sub-requests that
+	// started in window i, recorded as User and Fetch are (a time series
+	// of latency: the paper's Figure 16). Nil without windows.
+	Window            sim.Time
+	UserWin, FetchWin []*metrics.Histogram
 }
 
 // NewStats returns empty statistics with no measured interval yet.
@@ -105,6 +112,29 @@ func NewStats() *Stats {
 // SetInterval sets the measured interval [from, to).
 func (s *Stats) SetInterval(from, to sim.Time) { s.from, s.to, s.set = from, to, true }
 
+// MaxWindows bounds the latency windows of SetWindows (as the fabric's
+// series keep at most 1024 points): a shorter window is widened to fit.
+const MaxWindows = 1024
+
+// SetWindows splits the measured interval (SetInterval first) into
+// windows of w > 0, widened so that there are at most MaxWindows, and
+// creates their histograms (two significant digits: P99 within 1%; the
+// interval's whole histograms keep three). It returns the window used.
+func (s *Stats) SetWindows(w sim.Time) (sim.Time, error) {
+	if !s.set || w <= 0 || s.to <= s.from {
+		return 0, fmt.Errorf("workloads: ps: latency windows need a measured interval and a window > 0 (window %v)", w)
+	}
+	span := s.to - s.from
+	w = max(w, (span+MaxWindows-1)/MaxWindows)
+	n := int((span + w - 1) / w)
+	s.Window = w
+	s.UserWin, s.FetchWin = make([]*metrics.Histogram, n), make([]*metrics.Histogram, n)
+	for i := range n {
+		s.UserWin[i], s.FetchWin[i] = metrics.New(2), metrics.New(2)
+	}
+	return w, nil
+}
+
 // Interval is the measured interval (zero until set).
 func (s *Stats) Interval() (from, to sim.Time) { return s.from, s.to }
 
@@ -112,17 +142,41 @@ func (s *Stats) Interval() (from, to sim.Time) { return s.from, s.to }
 func (s *Stats) Measured(t sim.Time) bool { return s.set && t >= s.from && t < s.to }
 
 func (s *Stats) record(h *metrics.Histogram, start, now sim.Time) {
-	if s.Measured(start) {
-		h.Record(int64((now - start) / sim.Nanosecond))
+	if !s.Measured(start) {
+		return
+	}
+	d := int64((now - start) / sim.Nanosecond)
+	h.Record(d)
+	if s.Window > 0 {
+		switch i := int((start - s.from) / s.Window); h {
+		case s.User:
+			s.UserWin[i].Record(d)
+		case s.Fetch:
+			s.FetchWin[i].Record(d)
+		}
 	}
 }
 
-// Merge adds o's histograms and counts to s.
+// Merge adds o's histograms and counts to s, and o's latency windows to
+// s's (which must then be the same windows).
 func (s *Stats) Merge(o *Stats) error {
+	if len(o.UserWin) > 0 && (s.Window != o.Window || len(s.UserWin) != len(o.UserWin)) {
+		return fmt.Errorf("workloads: ps: merging latency windows of %v x %d into %v x %d", o.Window, len(o.UserWin), s.Window, len(s.UserWin))
+	}
 	for _, p := range [][2]*metrics.Histogram{{s.User, o.User}, {s.Fetch, o.Fetch}, {s.Push, o.Push},
 		{s.Iteration, o.Iteration}, {s.FetchPhase, o.FetchPhase}, {s.PushPhase, o.PushPhase}} {
 		if err := p[0].Merge(p[1]); err != nil {
 			return err
+		}
+	}
+	if len(o.UserWin) > 0 {
+		for i := range o.UserWin {
+			if err := s.UserWin[i].Merge(o.UserWin[i]); err != nil {
+				return err
+			}
+			if err := s.FetchWin[i].Merge(o.FetchWin[i]); err != nil {
+				return err
+			}
 		}
 	}
 	s.Users += o.Users

@@ -2,8 +2,10 @@ package ps
 
 import (
 	"container/heap"
+	"reflect"
 	"testing"
 
+	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/sim"
 )
 
@@ -317,5 +319,78 @@ func TestFailedRequest(t *testing.T) {
 	}
 	if _, err := c.Failed(0, Header{Slot: 5}); err == nil {
 		t.Error("a failure for slot 5 was accepted")
+	}
+}
+
+// Latency windows: a request lands in the window of its start, in User or
+// Fetch's window as it is recorded there; pushes and out-of-interval
+// requests in none; the windows add up to the whole histograms; Merge adds
+// them window by window and refuses different windows.
+func TestStatsWindows(t *testing.T) {
+	us := sim.Microsecond
+	st := NewStats()
+	if _, err := st.SetWindows(10 * us); err == nil {
+		t.Error("SetWindows before SetInterval: no error")
+	}
+	st.SetInterval(100*us, 125*us) // windows [100,110) [110,120) [120,125)
+	if _, err := st.SetWindows(0); err == nil {
+		t.Error("SetWindows(0): no error")
+	}
+	if w, err := st.SetWindows(10 * us); err != nil || w != 10*us {
+		t.Fatal(w, err)
+	}
+	if len(st.UserWin) != 3 || len(st.FetchWin) != 3 {
+		t.Fatalf("%d and %d windows, want 3", len(st.UserWin), len(st.FetchWin))
+	}
+	st.record(st.Fetch, 100*us, 105*us) // window 0
+	st.record(st.Fetch, 109*us, 150*us) // window 0 (by its start)
+	st.record(st.Fetch, 121*us, 122*us) // window 2
+	st.record(st.User, 115*us, 130*us)  // window 1
+	st.record(st.Push, 101*us, 102*us)  // no window
+	st.record(st.Fetch, 99*us, 101*us)  // before the interval: nowhere
+	st.record(st.Fetch, 125*us, 126*us) // after it: nowhere
+	counts := func(hs []*metrics.Histogram) (out []int64) {
+		for _, h := range hs {
+			out = append(out, h.Count())
+		}
+		return out
+	}
+	if got := counts(st.FetchWin); !reflect.DeepEqual(got, []int64{2, 0, 1}) {
+		t.Errorf("fetch windows %v, want [2 0 1]", got)
+	}
+	if got := counts(st.UserWin); !reflect.DeepEqual(got, []int64{0, 1, 0}) {
+		t.Errorf("user windows %v, want [0 1 0]", got)
+	}
+	if st.Fetch.Count() != 3 || st.User.Count() != 1 || st.Push.Count() != 1 {
+		t.Errorf("whole histograms %d, %d, %d; want 3, 1, 1", st.Fetch.Count(), st.User.Count(), st.Push.Count())
+	}
+	if m := st.FetchWin[0].Max(); m != 41000 {
+		t.Errorf("window 0's max %d ns, want 41000 (the request of 109-150 us)", m)
+	}
+	o := NewStats()
+	o.SetInterval(100*us, 125*us)
+	if _, err := o.SetWindows(10 * us); err != nil {
+		t.Fatal(err)
+	}
+	o.record(o.Fetch, 111*us, 112*us)
+	if err := st.Merge(o); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(st.FetchWin); !reflect.DeepEqual(got, []int64{2, 1, 1}) {
+		t.Errorf("merged fetch windows %v, want [2 1 1]", got)
+	}
+	bad := NewStats()
+	bad.SetInterval(100*us, 125*us)
+	if _, err := bad.SetWindows(5 * us); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Merge(bad); err == nil {
+		t.Error("merging 5 us windows into 10 us ones: no error")
+	}
+	wide := NewStats()
+	wide.SetInterval(0, sim.Second)
+	want := (sim.Second + MaxWindows - 1) / MaxWindows
+	if w, err := wide.SetWindows(us); err != nil || w != want || len(wide.UserWin) != MaxWindows {
+		t.Errorf("1 us windows over 1 s: window %v, %d windows, %v; want %v, %d", w, len(wide.UserWin), err, want, MaxWindows)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 
 	"github.com/besim/besim/byteexpress"
+	"github.com/besim/besim/byteexpress/bemalloc"
 	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/faults"
@@ -50,6 +51,23 @@ type Config struct {
 	// the RPC layer (byteexpress/rpc) with this policy (rpc.go says how);
 	// nil sends them on the sockets directly. Transport rdma only.
 	RPC *rpc.Config
+	// Series, when > 0, records time series at this interval (scenario
+	// outputs.series: all, at outputs.sample_interval): the latency of the
+	// user requests and fetch sub-requests started in each window of the
+	// measured interval (mean and P99, the paper's Figure 16), and over
+	// RDMA the registered memory of client 0 and server 0 (bytes, blocks,
+	// MRs) and of all hosts, sampled from the start of the run (Figure 5).
+	Series sim.Time
+}
+
+// MemSample is the registered memory at one instant of a run (Config.Series):
+// bemalloc's footprint of client host 0 and server 0, and its sum over
+// every simulated host (the leaves' idle hosts included: they register
+// what their engine setup does, a shared receive queue's buffers, say).
+type MemSample struct {
+	At                      sim.Time
+	Client, Server          bemalloc.Stats
+	TotalBytes, TotalBlocks int64
 }
 
 // Result is what one PS-cluster run measured.
@@ -101,6 +119,13 @@ type Result struct {
 	HostPausedInterval sim.Time
 	Events             uint64
 	Errors             []error
+	// Window and UserWin/FetchWin are the latency windows (Config.Series;
+	// ps.Stats.SetWindows): window i starts at From + i*Window. Memory is
+	// the registered-memory samples (RDMA). All empty without Series.
+	From              sim.Time
+	Window            sim.Time
+	UserWin, FetchWin []*metrics.Histogram
+	Memory            []MemSample
 }
 
 // Run builds and runs one parameter-server cluster simulation.
@@ -118,6 +143,11 @@ func Run(cfg Config) (*Result, error) {
 	}
 	sc.Fabric.Seed = cfg.Seed
 	sc.Fabric.Topology = fabric.Topology{Kind: fabric.LeafSpine, Leaves: max(leaves, 2), HostsPerLeaf: hpl, Spines: cfg.Spines}
+	if cfg.Series > 0 {
+		// At most ps.MaxWindows latency windows (SetWindows widens the
+		// same way); the memory samples use the same interval.
+		cfg.Series = max(cfg.Series, (cfg.Measure+ps.MaxWindows-1)/ps.MaxWindows)
+	}
 	r := &psRun{cfg: &cfg, st: ps.NewStats()}
 	r.shardServer = ps.ShardServers(cfg.Shards, cfg.Servers)
 	// Release the RDMA hosts' registered memory (bemalloc pools are
@@ -146,6 +176,11 @@ func Run(cfg Config) (*Result, error) {
 	k := r.k
 	r.from, r.to = k.Now()+cfg.Warmup, k.Now()+cfg.Warmup+cfg.Measure
 	r.st.SetInterval(r.from, r.to)
+	if cfg.Series > 0 {
+		if _, err := r.st.SetWindows(cfg.Series); err != nil {
+			return nil, err
+		}
+	}
 	var inj *faults.Injector
 	if len(cfg.Faults) > 0 {
 		specs := append([]faults.Spec(nil), cfg.Faults...)
@@ -185,6 +220,7 @@ func Run(cfg Config) (*Result, error) {
 		}
 	}
 	r.stopped = true
+	res.From, res.Window, res.UserWin, res.FetchWin, res.Memory = r.from, st.Window, st.UserWin, st.FetchWin, r.memory
 	res.Events = k.Events()
 	res.Errors = r.Errs
 	if r.tcp != nil {
@@ -227,6 +263,9 @@ func (r *psRun) buildRDMA(sc simhost.Config, firstServer int) error {
 	}
 	r.be, r.k, r.net = c, c.Kernel(), c.Network()
 	hs := c.Hosts()
+	if cfg.Series > 0 {
+		r.sampleMemory(r.k.Now())
+	}
 	for i := range cfg.Servers {
 		h := hs[firstServer+i]
 		h.SetApp(&psServer{run: r, m: ps.NewServer(&cfg.Config, i)})
@@ -321,6 +360,7 @@ type psRun struct {
 	rpcStats    RPCStats
 	rpcTimeouts int64
 	closed      bool // the RDMA cluster's memory released
+	memory      []MemSample
 	simrun.Failures
 }
 
@@ -579,3 +619,22 @@ func (s *psServer) OnMessage(_ *tcpsim.Host, c *tcpsim.Conn, m tcpsim.Message) {
 		s.run.Fail(err)
 	}
 }
+
+// sampleMemory records the registered memory now and again every
+// Config.Series, as long as the run goes on (the kernel stops at the
+// interval's end).
+func (r *psRun) sampleMemory(now sim.Time) {
+	hs := r.be.Hosts()
+	m := MemSample{At: now, Client: hs[0].Pool().Stats(), Server: hs[r.firstServer].Pool().Stats()}
+	for _, h := range hs {
+		st := h.Pool().Stats()
+		m.TotalBytes += st.Footprint
+		m.TotalBlocks += st.BlocksLive
+	}
+	r.memory = append(r.memory, m)
+	r.k.After(r.cfg.Series, memTick{r}, 0)
+}
+
+type memTick struct{ r *psRun }
+
+func (t memTick) OnEvent(now sim.Time, _ uint64) { t.r.sampleMemory(now) }

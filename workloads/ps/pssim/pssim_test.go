@@ -1,6 +1,8 @@
 package pssim
 
 import (
+	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/faults"
+	"github.com/besim/besim/report"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/workloads/ps"
@@ -350,5 +353,77 @@ func TestPSRPCRetriesUnderLoss(t *testing.T) {
 	}
 	if r.UserRequests == 0 || r.Iterations == 0 {
 		t.Errorf("%d user requests, %d iterations completed under loss", r.UserRequests, r.Iterations)
+	}
+}
+
+// Config.Series: latency windows over the measured interval and
+// registered-memory samples from the start of the run, reported as
+// series; none without it; the same run twice gives the same series; the
+// memory series start at the connection setup and never exceed the pools'
+// peak footprint.
+func TestPSSeries(t *testing.T) {
+	plain, err := Run(psCfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := Series(plain); len(s) != 0 || plain.Window != 0 || len(plain.Memory) != 0 {
+		t.Fatalf("without Series: %d series, window %v, %d memory samples", len(s), plain.Window, len(plain.Memory))
+	}
+	c := psCfg()
+	c.Series = 100 * sim.Microsecond
+	r, err := Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.UserRequests != plain.UserRequests || r.SubLatency.P99() != plain.SubLatency.P99() || r.ClientGbps != plain.ClientGbps ||
+		r.Events-uint64(len(r.Memory)-1) != plain.Events { // one sampler event per sample after the first
+		t.Errorf("recording series changed the run: %d/%d user requests, fetch P99 %d/%d, %d events (%d samples)/%d events",
+			r.UserRequests, plain.UserRequests, r.SubLatency.P99(), plain.SubLatency.P99(), r.Events, len(r.Memory), plain.Events)
+	}
+	ss := Series(r)
+	byName := map[string]report.Series{}
+	for _, s := range ss {
+		byName[s.Name] = s
+	}
+	n := int(c.Measure / c.Series)
+	for _, name := range []string{"user/mean", "user/p99", "fetch/mean", "fetch/p99"} {
+		s, ok := byName[name]
+		if !ok || len(s.T) != n {
+			t.Fatalf("%s: %d windows, want %d", name, len(s.T), n)
+		}
+		if got, want := s.T[0], r.From.Seconds(); got != want {
+			t.Errorf("%s starts at %g s, want the interval's start %g s", name, got, want)
+		}
+	}
+	var windows int64
+	for _, h := range r.FetchWin {
+		windows += h.Count()
+	}
+	if windows != r.SubLatency.Count() {
+		t.Errorf("fetch windows hold %d requests, the fetch histogram %d", windows, r.SubLatency.Count())
+	}
+	mean, p99 := byName["fetch/mean"], byName["fetch/p99"]
+	for i := range mean.V {
+		if !math.IsNaN(mean.V[i]) && mean.V[i] > p99.V[i]*1.01 {
+			t.Errorf("window %d: fetch mean %g us above its P99 %g us", i, mean.V[i], p99.V[i])
+		}
+	}
+	reg := byName["memory/client0/registered"]
+	if len(reg.T) < n || reg.T[0] != 0 || reg.V[0] != 0 {
+		t.Fatalf("client 0's registered memory: %d samples from %v s at %v bytes; want at least %d, from 0 s at 0 bytes (before setup)", len(reg.T), reg.T[0], reg.V[0], n)
+	}
+	last := reg.V[len(reg.V)-1]
+	if last <= 0 || last > float64(r.Memory[len(r.Memory)-1].Client.PeakFootprint) {
+		t.Errorf("client 0's registered memory ends at %g bytes (peak %d)", last, r.Memory[len(r.Memory)-1].Client.PeakFootprint)
+	}
+	if all := byName["memory/all/registered"]; all.V[len(all.V)-1] < last {
+		t.Errorf("all hosts' registered memory %g below client 0's %g", all.V[len(all.V)-1], last)
+	}
+	r2, err := Run(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fmt.Sprint(Series(r2)), fmt.Sprint(ss)) {
+		t.Error("two runs give different series")
 	}
 }

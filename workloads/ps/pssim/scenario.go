@@ -3,10 +3,12 @@ package pssim
 import (
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/experiment"
+	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
@@ -30,6 +32,11 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 		return Config{}, err
 	}
 	cfg := Config{Config: app, Cluster: sc, Faults: experiment.FaultSpecs(s)}
+	if s.Outputs.Series == scenarios.SeriesAll {
+		// ps-cluster records no series under auto (its results stay as
+		// they were); all adds its latency and memory series.
+		cfg.Series = s.Outputs.SampleInterval.Time()
+	}
 	if w.RPCOn() {
 		rp := w.RPC
 		rc := rpc.DefaultConfig()
@@ -160,6 +167,10 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 		r.Notes = append(r.Notes, fmt.Sprintf("RPC layer on: every fetch and push is a call (24-byte RPC header before the ps message; one replica per server); %d timeouts, %d retries, %d re-sends, %d calls failed (%d user requests completed with a failed fetch: user/failed, not in user's completions)", q.Timeouts, q.Retries, q.Resent, failed, res.UsersFailed))
 	}
 	r.Notes = append(r.Notes, "transport: "+transport)
+	r.Series = append(r.Series, Series(res)...)
+	if res.Window > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("series: user and fetch latency (mean, P99) of the requests started in each %v window of the measured interval, at the window's start (simulated time from the start of the run; an empty window is missing); over RDMA, registered memory (bemalloc footprint, blocks, MRs) of client 0 and server 0 and over all hosts, sampled every %v from the start of the run (connection setup included)", res.Window, res.Window))
+	}
 	r.Notes = append(r.Notes, fmt.Sprintf("fetch sub-requests: one per distinct server of a request's shards (the \"fetch\" and \"push\" rows have no completion count); %d PFC frames", t.PFCFramesTx))
 	for _, e := range res.Errors {
 		r.Notes = append(r.Notes, "error: "+e.Error())
@@ -167,3 +178,57 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 }
 
 func coreDuration(t sim.Time) time.Duration { return time.Duration(t / sim.Nanosecond) }
+
+// Series are the time series of a run with Config.Series (none without):
+// user/mean, user/p99, fetch/mean, fetch/p99 per latency window (us, at
+// the window's start), and over RDMA memory/{client0,server0}/{registered,
+// blocks,mrs} and memory/all/{registered,blocks} (bytes or counts) per
+// sample. Times are seconds of simulated time from the start of the run.
+func Series(res *Result) []report.Series {
+	var out []report.Series
+	if res.Window > 0 {
+		for _, w := range []struct {
+			name string
+			hs   []*metrics.Histogram
+		}{{"user", res.UserWin}, {"fetch", res.FetchWin}} {
+			mean := report.Series{Name: w.name + "/mean", Unit: "us"}
+			p99 := report.Series{Name: w.name + "/p99", Unit: "us"}
+			for i, h := range w.hs {
+				t := (res.From + sim.Time(i)*res.Window).Seconds()
+				m, q := math.NaN(), math.NaN()
+				if h.Count() > 0 {
+					m, q = h.Mean()/1e3, float64(h.P99())/1e3
+				}
+				mean.T, mean.V = append(mean.T, t), append(mean.V, m)
+				p99.T, p99.V = append(p99.T, t), append(p99.V, q)
+			}
+			out = append(out, mean, p99)
+		}
+	}
+	if len(res.Memory) == 0 {
+		return out
+	}
+	type col struct {
+		name, unit string
+		v          func(m *MemSample) int64
+	}
+	cols := []col{
+		{"memory/client0/registered", "bytes", func(m *MemSample) int64 { return m.Client.Footprint }},
+		{"memory/client0/blocks", "", func(m *MemSample) int64 { return m.Client.BlocksLive }},
+		{"memory/client0/mrs", "", func(m *MemSample) int64 { return m.Client.Registrations - m.Client.Deregistrations }},
+		{"memory/server0/registered", "bytes", func(m *MemSample) int64 { return m.Server.Footprint }},
+		{"memory/server0/blocks", "", func(m *MemSample) int64 { return m.Server.BlocksLive }},
+		{"memory/server0/mrs", "", func(m *MemSample) int64 { return m.Server.Registrations - m.Server.Deregistrations }},
+		{"memory/all/registered", "bytes", func(m *MemSample) int64 { return m.TotalBytes }},
+		{"memory/all/blocks", "", func(m *MemSample) int64 { return m.TotalBlocks }},
+	}
+	for _, c := range cols {
+		ser := report.Series{Name: c.name, Unit: c.unit}
+		for i := range res.Memory {
+			m := &res.Memory[i]
+			ser.T, ser.V = append(ser.T, m.At.Seconds()), append(ser.V, float64(c.v(m)))
+		}
+		out = append(out, ser)
+	}
+	return out
+}
