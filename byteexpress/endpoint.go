@@ -101,8 +101,9 @@ func (ep *Endpoint) Free(b Buffer) error {
 }
 
 // Dial opens a socket to remote. If the connection table has an engine for
-// remote the socket attaches to it; otherwise a new engine is created on the
-// next I/O thread in round-robin order. Success is reported asynchronously
+// remote the socket attaches to it; otherwise (and always with
+// Config.EnginePerSocket) a new engine is created on the next I/O thread in
+// round-robin order. Success is reported asynchronously
 // by an EvConnected event (after the out-of-band exchange for a new engine),
 // failure by EvSocketFailed. Messages may be sent at once; they wait for the
 // engine.
@@ -112,11 +113,16 @@ func (ep *Endpoint) Dial(remote Addr) (*Socket, error) {
 		ep.mu.Unlock()
 		return nil, ErrClosed
 	}
-	e := ep.table[remote]
+	var e *engine
+	if !ep.cfg.EnginePerSocket {
+		e = ep.table[remote]
+	}
 	create := e == nil
 	if create {
 		e = ep.newEngine(remote, true)
-		ep.table[remote] = e
+		if ep.table[remote] == nil {
+			ep.table[remote] = e
+		}
 	}
 	s := &Socket{id: e.nextSID.Add(1), local: true, eng: e, uid: ep.sockUID.Add(1)}
 	if create && !e.th.push(cmd{kind: cmdCreate, e: e}) {
