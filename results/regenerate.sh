@@ -52,6 +52,18 @@ go run ./cmd/besim sweep -q --set workload.rpc=false,true --metrics "$R" -o resu
 go run ./cmd/besim sweep -q --set workload.rpc.request_timeout=300us,1ms,40ms \
 	--metrics user/count,user/p50,user/p99,fetch/p99,push/p99,iteration/count,rpc/calls,rpc/timeouts,rpc/retries,rpc/failed,rpc/stale,user/failed \
 	-o results/ps-rpc/request_timeout.json ps-cluster
+# QP multiplexing (§6.1): one engine per host pair against one per socket,
+# over the QP context cache size (~25 s)
+Q='pull/count,pull/mean,pull/p50,pull/p99,worker/goodput,cpu/server_util,workload/sockets,workload/engines,nic/server_qp_cache_misses,nic/server_qp_cache_miss_rate,nic/worker_qp_cache_misses,nic/worker_qp_cache_miss_rate'
+go run ./cmd/besim sweep -q --set workload.engine_per_socket=false,true --set rnic.qp_cache_entries=8,16,32,64,128,256,512,1024 \
+	--metrics "$Q" -o results/qp-mux/sweep.json qp-mux
+for ext in png svg; do
+	for m in nic/server_qp_cache_miss_rate pull/count pull/mean; do
+		go run ./cmd/besim plot --x rnic.qp_cache_entries --y "$m" \
+			-title "QP multiplexing: $m by QP cache size, 8 clients x 2 servers x 32 sockets" \
+			-o "results/qp-mux/$(echo "$m" | tr / _).$ext" results/qp-mux/sweep.json
+	done
+done
 # Plots (PNG and SVG; besim plot writes PDF too, by the extension, but a
 # PDF carries its creation time and is not committed). Table 4 with the
 # paper's values as reference points (results/table4/paper.csv).
