@@ -138,6 +138,22 @@ type RNIC struct {
 	Doorbells Doorbells `yaml:"doorbells"`
 	CPU       RNICCPU   `yaml:"cpu"`
 	QP        QPAttrs   `yaml:"qp,omitempty"` // rc/ud flows only (benchmarks set their own)
+	// MRCache turns on the NIC's memory translation caches (rnic
+	// Config.MPTCacheEntries and MTTCacheEntries); absent, they are not
+	// modelled (the default: their sizes are unpublished).
+	MRCache *MRCache `yaml:"mr_cache,omitempty"`
+}
+
+// MRCache is the NIC's memory translation caches: MPT (one entry per
+// memory region) and MTT (one per translated page), set-associative with
+// Ways ways and LRU in a set; a miss costs a PCIe read round trip
+// (pcie.read_latency). 0 entries leaves that cache out. No key has a
+// default filled in: ways 0 means 8, page 0 means 4KiB.
+type MRCache struct {
+	MPTEntries int  `yaml:"mpt_entries,omitempty"`
+	MTTEntries int  `yaml:"mtt_entries,omitempty"`
+	Ways       int  `yaml:"ways,omitempty"`
+	Page       Size `yaml:"page,omitempty"`
 }
 
 // PCIe is the host interface of the NIC.

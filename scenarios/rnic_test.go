@@ -59,7 +59,7 @@ func TestRNICErrors(t *testing.T) {
 	}{
 		// Strict keys.
 		{"unknown rnic key", "", "wqe_cost: 130ns", "wqe_cots: 130ns",
-			`r.yaml:10: rnic.wqe_cots: unknown key "wqe_cots", did you mean "wqe_cost"? (allowed keys: cc, payload, wqe_cost, packet_cost, units, cqe_cost, qp_cache_entries, rx_buffer, ack_req_every, cnp_prio, pcie, doorbells, cpu, qp)`},
+			`r.yaml:10: rnic.wqe_cots: unknown key "wqe_cots", did you mean "wqe_cost"? (allowed keys: cc, payload, wqe_cost, packet_cost, units, cqe_cost, qp_cache_entries, rx_buffer, ack_req_every, cnp_prio, pcie, doorbells, cpu, qp, mr_cache)`},
 		{"unknown dcqcn key", "", "g: 1/256", "gain: 1/256",
 			`r.yaml:13: dcqcn.gain: unknown key "gain" (allowed keys: g, initial_alpha, alpha_timer, rate_timer, byte_counter, fast_recovery, ai_rate, hai_rate, min_rate, cnp_interval, decrease_period)`},
 		{"unknown pcie key", "", "{bandwidth: 212Gbps}", "{bandwidth: 212Gbps, lanes: 16}",

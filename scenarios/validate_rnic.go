@@ -90,6 +90,14 @@ func (v *validator) rnic() {
 	v.countRange(p+".units", r.Units, 1, maxUnits)
 	v.countRange(p+".qp_cache_entries", r.QPCacheEntries, 1, maxCacheQPs)
 	v.countRange(p+".ack_req_every", r.AckReqEvery, 1, 1<<20)
+	if m := r.MRCache; m != nil {
+		v.countRange(p+".mr_cache.mpt_entries", m.MPTEntries, 0, maxCacheQPs)
+		v.countRange(p+".mr_cache.mtt_entries", m.MTTEntries, 0, maxCacheQPs)
+		v.countRange(p+".mr_cache.ways", m.Ways, 0, 1024)
+		if m.Page != 0 && (m.Page < 4096 || m.Page > 1<<30 || m.Page&(m.Page-1) != 0) {
+			v.bad(p+".mr_cache.page", "%s is not allowed (a power of two, 4KiB to 1GiB)", m.Page)
+		}
+	}
 	if r.RxBuffer < 4096 {
 		v.bad(p+".rx_buffer", "%s is too small (at least 4096 bytes)", r.RxBuffer)
 	}

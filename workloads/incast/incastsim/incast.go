@@ -66,12 +66,12 @@ type Result struct {
 	// the measured interval.
 	ServerQPHits, ServerQPMisses uint64
 	WorkerQPHits, WorkerQPMisses uint64
-	Engines                      int // ByteExpress engines of all workers at the end of the interval
-	Report       *fabric.Report     // fabric counters at the end
-	Setup        sim.Time           // virtual time until every socket was connected
-	PoolWarm     sim.Time           // and until every request slot had completed once
-	Events       uint64
-	Errors       []error
+	Engines                      int            // ByteExpress engines of all workers at the end of the interval
+	Report                       *fabric.Report // fabric counters at the end
+	Setup                        sim.Time       // virtual time until every socket was connected
+	PoolWarm                     sim.Time       // and until every request slot had completed once
+	Events                       uint64
+	Errors                       []error
 }
 
 // Layout returns the topology Run builds: leaves of HostsPerLeaf
