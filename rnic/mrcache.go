@@ -17,7 +17,8 @@ import (
 // misses of the same packet are two dependent reads (the MTT's location is
 // in the MPT entry), the MTT misses of one packet one read (consecutive
 // pages' entries are adjacent). Both caches are set-associative with LRU
-// replacement in a set; entries of a deregistered MR are invalidated.
+// replacement in a set, indexed by entry address (see mttIndex); entries
+// of a deregistered MR are invalidated.
 // MPTCacheEntries = MTTCacheEntries = 0 (the default) leaves them out.
 
 // xlateCache is a set-associative cache of 64-bit tags (0: empty) with LRU
@@ -42,18 +43,23 @@ func (c *xlateCache) init(entries, ways int) {
 
 func (c *xlateCache) on() bool { return c.sets > 0 }
 
-// set returns the first slot of tag's set.
-func (c *xlateCache) set(tag uint64) int {
-	h := tag * 0x9e3779b97f4a7c15
-	h ^= h >> 29
-	return int(h%uint64(c.sets)) * c.ways
+// mix spreads an MR's identity over the sets (splitmix64's finalizer).
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
-// lookup reports a hit for tag; on a miss it fills the set's least
-// recently used way.
-func (c *xlateCache) lookup(tag uint64) bool {
+// set returns the first slot of the set that index selects.
+func (c *xlateCache) set(index uint64) int { return int(index%uint64(c.sets)) * c.ways }
+
+// lookup reports a hit for tag in the set index selects; on a miss it
+// fills that set's least recently used way.
+func (c *xlateCache) lookup(tag, index uint64) bool {
 	c.clock++
-	s := c.set(tag)
+	s := c.set(index)
 	victim := s
 	for i := s; i < s+c.ways; i++ {
 		if c.tag[i] == tag {
@@ -68,9 +74,9 @@ func (c *xlateCache) lookup(tag uint64) bool {
 	return false
 }
 
-// invalidate drops tag if cached.
-func (c *xlateCache) invalidate(tag uint64) {
-	s := c.set(tag)
+// invalidate drops tag (in the set index selects) if cached.
+func (c *xlateCache) invalidate(tag, index uint64) {
+	s := c.set(index)
 	for i := s; i < s+c.ways; i++ {
 		if c.tag[i] == tag {
 			c.tag[i], c.age[i] = 0, 0
@@ -84,6 +90,14 @@ func mttTag(id uint64, pg uint64) uint64 { return id<<28 ^ pg<<1 | 1 }
 
 // mptTag is the MPT entry of the MR with cache identity id.
 func mptTag(id uint64) uint64 { return id << 1 }
+
+// The MPT and MTT are tables in host memory (ICM) and the caches are
+// indexed by entry address: an MR's MPT entry lands in a set given by its
+// identity, and the MTT entries of its consecutive pages, adjacent in the
+// table, in consecutive sets (so one MR's pages never conflict with each
+// other until they outnumber the sets).
+func mptIndex(id uint64) uint64     { return mix(id) }
+func mttIndex(id, pg uint64) uint64 { return mix(id) + pg }
 
 // initMRCache sizes the caches from the configuration.
 func (n *NIC) initMRCache() {
@@ -102,7 +116,7 @@ func (n *NIC) mrCacheOn() bool { return n.mpt.on() || n.mtt.on() }
 func (n *NIC) xlateMR(mr *MR, addr uint64, length int64) sim.Time {
 	rounds := 0
 	if n.mpt.on() {
-		if n.mpt.lookup(mptTag(mr.cid)) {
+		if n.mpt.lookup(mptTag(mr.cid), mptIndex(mr.cid)) {
 			n.st.MPTCacheHits++
 		} else {
 			n.st.MPTCacheMisses++
@@ -115,7 +129,7 @@ func (n *NIC) xlateMR(mr *MR, addr uint64, length int64) sim.Time {
 		last := (addr+uint64(length)-1)>>n.mttShift - base
 		miss := false
 		for pg := first; pg <= last; pg++ {
-			if n.mtt.lookup(mttTag(mr.cid, pg)) {
+			if n.mtt.lookup(mttTag(mr.cid, pg), mttIndex(mr.cid, pg)) {
 				n.st.MTTCacheHits++
 			} else {
 				n.st.MTTCacheMisses++
@@ -155,12 +169,12 @@ func (n *NIC) xlateSGL(sgl []verbs.SGE, off, length int64) sim.Time {
 // forgetMR invalidates mr's cached translations (deregistration).
 func (n *NIC) forgetMR(mr *MR) {
 	if n.mpt.on() {
-		n.mpt.invalidate(mptTag(mr.cid))
+		n.mpt.invalidate(mptTag(mr.cid), mptIndex(mr.cid))
 	}
 	if n.mtt.on() && mr.length > 0 {
 		pages := (uint64(mr.addr)+uint64(mr.length)-1)>>n.mttShift - uint64(mr.addr)>>n.mttShift
 		for pg := uint64(0); pg <= pages; pg++ {
-			n.mtt.invalidate(mttTag(mr.cid, pg))
+			n.mtt.invalidate(mttTag(mr.cid, pg), mttIndex(mr.cid, pg))
 		}
 	}
 }

@@ -17,12 +17,12 @@ func TestXlateCacheLRU(t *testing.T) {
 		tag uint64
 		hit bool
 	}{{1, false}, {2, false}, {1, true}, {3, false}, {2, false}, {1, false}, {3, false}, {1, true}} {
-		if got := c.lookup(s.tag); got != s.hit {
+		if got := c.lookup(s.tag, 0); got != s.hit {
 			t.Fatalf("step %d: lookup(%d) hit=%v, want %v", i, s.tag, got, s.hit)
 		}
 	}
-	c.invalidate(1)
-	if c.lookup(1) {
+	c.invalidate(1, 0)
+	if c.lookup(1, 0) {
 		t.Fatal("an invalidated tag hit")
 	}
 	var off xlateCache

@@ -121,7 +121,7 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load(bad) = %v", err)
 	}
 	_, err = Load("no-such-scenario")
-	want := `scenario "no-such-scenario": no such file, and not an embedded scenario (embedded: dcqcn-fairness, dcqcn-incast, failover, fig10, fig11, fig13, fig14-incast, fig15-incast, incast, incast-lossy, inference, line-rate, pfc-incast, pfc-storm, ps-cluster, qp-mux, quarantine, table2, tcp-fallback, training, victim-leafspine)`
+	want := `scenario "no-such-scenario": no such file, and not an embedded scenario (embedded: dcqcn-fairness, dcqcn-incast, failover, fig10, fig11, fig13, fig14-incast, fig15-incast, incast, incast-lossy, inference, line-rate, mr-cache, pfc-incast, pfc-storm, ps-cluster, qp-mux, quarantine, table2, tcp-fallback, training, victim-leafspine)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load(unknown) = %v\nwant %s", err, want)
 	}

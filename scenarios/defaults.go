@@ -114,6 +114,13 @@ const (
 	defaultHOLLarge       = MiB
 	defaultHOLDepth       = 2
 	defaultHOLFragment    = 4 * KiB
+	defaultMRWarmup       = Duration(200 * sim.Microsecond)
+	defaultMRDuration     = Duration(sim.Millisecond)
+	defaultMRMessage      = 4 * KiB
+	defaultMRRate         = 100 * Gbps
+	defaultMRDepth        = 16
+	defaultMRBuffers      = 4096
+	defaultMRBlock        = 4 * MiB // bemalloc's block (paper §5.2)
 )
 
 var (
@@ -434,5 +441,16 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.large_message", &b.LargeMessage, defaultHOLLarge)
 		def(d, "benchmark.depth", &b.Depth, defaultHOLDepth)
 		def(d, "benchmark.fragment", &b.Fragment, defaultHOLFragment)
+	case MRCacheBench:
+		def(d, "duration", &s.Duration, defaultMRDuration)
+		def(d, "benchmark.warmup", &b.Warmup, defaultMRWarmup)
+		def(d, "benchmark.message", &b.Message, defaultMRMessage)
+		def(d, "benchmark.rate", &b.Rate, defaultMRRate)
+		def(d, "benchmark.depth", &b.Depth, defaultMRDepth)
+		def(d, "benchmark.buffers", &b.Buffers, defaultMRBuffers)
+		def(d, "benchmark.block", &b.Block, defaultMRBlock)
+		if len(b.Registrations) == 0 && !s.present("benchmark.registrations") {
+			b.Registrations = append([]string(nil), RegistrationKinds...)
+		}
 	}
 }

@@ -238,11 +238,18 @@ const (
 	// flow's latency on an engine shared with large flows, with and without
 	// fragmentation.
 	HOL BenchmarkKind = "hol"
+	// MRCacheBench is the memory-registration benchmark (paper §5.2): the
+	// same WRITE traffic from buffers registered in blocks, one region per
+	// buffer, or per message, against the NIC's translation caches.
+	MRCacheBench BenchmarkKind = "mrcache"
 )
 
-var benchmarkKinds = []string{string(Perftest), string(MsgRate), string(Fragsize), string(HOL)}
+var benchmarkKinds = []string{string(Perftest), string(MsgRate), string(Fragsize), string(HOL), string(MRCacheBench)}
 
-// UnmarshalYAML accepts one of perftest, msgrate, fragsize, hol.
+// RegistrationKinds are the values of benchmark.registrations (mrcache).
+var RegistrationKinds = []string{"block", "buffer", "message"}
+
+// UnmarshalYAML accepts one of perftest, msgrate, fragsize, hol, mrcache.
 func (k *BenchmarkKind) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(k), "benchmark kind", benchmarkKinds)
 }
@@ -288,6 +295,11 @@ type Benchmark struct {
 	Interval     Duration `yaml:"interval,omitempty"`      // small-flow period
 	LargeMessage Size     `yaml:"large_message,omitempty"` // large-flow message size
 	Fragment     Size     `yaml:"fragment,omitempty"`      // fragment size of the fragmented setting
+
+	// mrcache (message, rate and depth above also apply).
+	Registrations []string `yaml:"registrations,omitempty"` // one point per value: block, buffer, message
+	Buffers       int      `yaml:"buffers,omitempty"`       // message buffers cycled
+	Block         Size     `yaml:"block,omitempty"`         // block region size (registration block)
 }
 
 // PerfPoint is one perftest configuration. Transport "" means every one of

@@ -270,6 +270,7 @@ func (v *validator) benchmark() {
 		{"app_work", b.AppWork != 0}, {"jitter", b.Jitter != 0},
 		{"fragments", len(b.Fragments) > 0}, {"large_flows", len(b.LargeFlows) > 0}, {"interval", b.Interval != 0},
 		{"large_message", b.LargeMessage != 0}, {"fragment", b.Fragment != 0},
+		{"registrations", len(b.Registrations) > 0}, {"buffers", b.Buffers != 0}, {"block", b.Block != 0},
 	}
 	var uses []string
 	switch b.Kind {
@@ -281,6 +282,8 @@ func (v *validator) benchmark() {
 		uses = []string{"warmup", "message", "rates", "fragments", "depth", "delay"}
 	case HOL:
 		uses = []string{"warmup", "message", "rate", "large_flows", "interval", "large_message", "depth", "fragment", "delay"}
+	case MRCacheBench:
+		uses = []string{"warmup", "message", "rate", "depth", "registrations", "buffers", "block"}
 	case "":
 		v.missingOr(p+".kind", `"" is not a benchmark kind (allowed: `+strings.Join(benchmarkKinds, ", ")+")",
 			"missing (required; allowed: "+strings.Join(benchmarkKinds, ", ")+")")
@@ -318,6 +321,39 @@ func (v *validator) benchmark() {
 		v.fragsize()
 	case HOL:
 		v.hol()
+	case MRCacheBench:
+		v.mrcache()
+	}
+}
+
+func (v *validator) mrcache() {
+	b := v.s.Benchmark
+	const p = "benchmark"
+	if len(b.Registrations) == 0 {
+		v.bad(p+".registrations", "empty list (give some of %s, or omit the key for all three)", strings.Join(RegistrationKinds, ", "))
+	}
+	seen := map[string]bool{}
+	for i, r := range b.Registrations {
+		ok := false
+		for _, k := range RegistrationKinds {
+			ok = ok || r == k
+		}
+		if !ok {
+			v.bad(idx(p+".registrations", i), "%q is not a registration (allowed: %s)", r, strings.Join(RegistrationKinds, ", "))
+		}
+		if seen[r] {
+			v.bad(idx(p+".registrations", i), "%s is listed twice", r)
+		}
+		seen[r] = true
+	}
+	if b.Message < 1 || b.Message > 64*MiB {
+		v.bad(p+".message", "%s is out of range (allowed: 1B to 64MiB)", b.Message)
+	}
+	v.benchRate(p+".rate", b.Rate)
+	v.countRange(p+".buffers", b.Buffers, 1, 1<<20)
+	v.countRange(p+".depth", b.Depth, 1, min(maxQueueDepth, max(b.Buffers, 1)))
+	if b.Block < 4*KiB || b.Block > GiB || b.Block < b.Message {
+		v.bad(p+".block", "%s is out of range (allowed: 4KiB to 1GiB, at least message %s)", b.Block, b.Message)
 	}
 }
 
