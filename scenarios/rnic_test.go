@@ -145,9 +145,9 @@ func TestRNICErrors(t *testing.T) {
 		{"benchmark with flows", benchYAML, "name: b\n", "name: b\nflows: [{src: 0, dst: 1}]\n",
 			`r.yaml:2: flows: not used with a benchmark (a scenario has either flows or a benchmark)`},
 		{"benchmark kind missing", benchYAML, "  kind: perftest\n", "",
-			`r.yaml:2: benchmark.kind: missing (required; allowed: perftest, msgrate, fragsize, hol)`},
+			`r.yaml:2: benchmark.kind: missing (required; allowed: perftest, msgrate, fragsize, hol, mrcache)`},
 		{"benchmark bad kind", benchYAML, "kind: perftest", "kind: ib_write_bw",
-			`r.yaml:3: benchmark.kind: "ib_write_bw" is not a benchmark kind (allowed: perftest, msgrate, fragsize, hol)`},
+			`r.yaml:3: benchmark.kind: "ib_write_bw" is not a benchmark kind (allowed: perftest, msgrate, fragsize, hol, mrcache)`},
 		{"msgrate key on perftest", benchYAML, "  kind: perftest\n", "  kind: perftest\n  threads: 8\n",
 			`r.yaml:4: benchmark.threads: not used by kind perftest (perftest uses: warmup, message, points, rates, mtus, transports, tx_depth, rx_depth, cq_mod, delay)`},
 		{"points and rates", benchYAML, "  kind: perftest\n", "  kind: perftest\n  rates: [25Gbps]\n  mtus: [1024]\n",
@@ -183,7 +183,7 @@ func TestRNICErrors(t *testing.T) {
 		{"hol large message", "name: h\nbenchmark: {kind: hol, message: 4KiB, large_message: 2KiB}\n", "", "",
 			`r.yaml:2: benchmark.large_message: 2KiB is out of range (allowed: above message 4KiB, at most 64MiB)`},
 		{"hol unknown key", "name: h\nbenchmark: {kind: hol, large_flow: [1]}\n", "", "",
-			`r.yaml:2: benchmark.large_flow: unknown key "large_flow", did you mean "large_flows"? (allowed keys: kind, warmup, message, points, rates, mtus, transports, tx_depth, rx_depth, cq_mod, delay, threads, qps, thread_domains, rate, depth, signal_every, app_work, jitter, fragments, large_flows, interval, large_message, fragment)`},
+			`r.yaml:2: benchmark.large_flow: unknown key "large_flow", did you mean "large_flows"? (allowed keys: kind, warmup, message, points, rates, mtus, transports, tx_depth, rx_depth, cq_mod, delay, threads, qps, thread_domains, rate, depth, signal_every, app_work, jitter, fragments, large_flows, interval, large_message, fragment, registrations, buffers, block)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
