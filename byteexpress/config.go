@@ -13,6 +13,13 @@ type Config struct {
 	// Threads is the number of I/O threads (§6.2), each with its own CQ and
 	// thread domain; engines are assigned to them round-robin. Default 1.
 	Threads int
+	// NoThreadDomains turns the per-thread thread domains off (§6.2.1, the
+	// paper's Figure 11 baseline): CQs, QPs and SRQs are created without a
+	// TD, so the provider gives the first QPs of the process lock-free
+	// doorbell registers and the later ones shared, locked registers that
+	// threads contend for. The zero value keeps one TD per I/O thread (the
+	// core's design); the field is negative so that a zero Config keeps it.
+	NoThreadDomains bool
 
 	// SQDepth is the send-queue depth and the length of each engine's
 	// work-request ring (§5.4.1). Default 32.

@@ -44,7 +44,10 @@
 //     most (n-1)S bytes of other sockets are scheduled.
 //   - I/O threads (§6.2): each owns engines (assigned round-robin), one CQ
 //     for all their queues polled in batches and dispatched by WC.QPN, one
-//     thread domain, and with UseSRQ one SRQ. In SRQ mode credits are not
+//     thread domain (none with NoThreadDomains, the paper's Figure 11
+//     baseline: QPs then take the provider's lock-free doorbell registers
+//     while they last and shared, locked ones after), and with UseSRQ one
+//     SRQ. In SRQ mode credits are not
 //     used (an engine advertises 0 and its peer does not count); RNR is
 //     mitigated by the queue size and the MinRNRTimer/RNRRetry settings.
 //   - Keepalive (§7.2): each engine sends its peer an increasing sequence

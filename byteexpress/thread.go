@@ -93,8 +93,10 @@ func newThread(ep *Endpoint, idx int) (*IOThread, error) {
 		t.alloc = a.ThreadHeap(idx)
 	}
 	var err error
-	if t.td, err = ep.p.Context.AllocTD(); err != nil {
-		return nil, fmt.Errorf("byteexpress: thread %d: alloc TD: %w", idx, err)
+	if !t.cfg.NoThreadDomains {
+		if t.td, err = ep.p.Context.AllocTD(); err != nil {
+			return nil, fmt.Errorf("byteexpress: thread %d: alloc TD: %w", idx, err)
+		}
 	}
 	if t.cq, err = ep.p.Context.CreateCQ(t.cfg.CQDepth, t.td); err != nil {
 		return nil, fmt.Errorf("byteexpress: thread %d: create CQ: %w", idx, err)

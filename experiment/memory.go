@@ -89,6 +89,18 @@ func EstimateMemory(s *scenarios.Scenario) Memory {
 			add(2*conns*per, "engines: 2 x %d connections x %s (%s)", conns, FormatBytes(per), what)
 		}
 	}
+	if b := s.Benchmark; b != nil && b.Kind == scenarios.MsgRate && b.Through == scenarios.ThroughCore {
+		// Points run one after another: the largest QP count's engines,
+		// on both hosts, with the core's default staging and receive
+		// buffers (an upper bound: fig11-core's 512 engines measured
+		// 143 MB resident against this 512 MiB).
+		var qps int64
+		for _, q := range b.QPs {
+			qps = max(qps, int64(q))
+		}
+		per := int64(beSQDepth+beRQDepth) * beRecvBuf
+		add(2*qps*per, "engines: 2 x %d QPs x %s (staging %d + receive %d x %s)", qps, FormatBytes(per), beSQDepth, beRQDepth, FormatBytes(beRecvBuf))
+	}
 	slices.SortStableFunc(m.Terms, func(a, b MemoryTerm) int {
 		switch {
 		case a.Bytes > b.Bytes:

@@ -58,3 +58,16 @@ func TestMemoryEstimate(t *testing.T) {
 		t.Errorf("parse: %v %v", v, err)
 	}
 }
+
+// TestMemoryEstimateCoreMsgrate: msgrate through the core counts the
+// largest point's engines on both hosts; the NIC microbenchmark does not.
+func TestMemoryEstimateCoreMsgrate(t *testing.T) {
+	core := loadWith(t, "fig11-core", `qps: .*`, "qps: [8, 4096]")
+	if m := EstimateMemory(core); m.Bytes < 4<<30 || !strings.HasPrefix(m.Terms[0].What, "engines: 2 x 4096 QPs x 512 KiB") {
+		t.Errorf("fig11-core at 4096 QPs: %s", m)
+	}
+	nic := loadWith(t, "fig11", "", "")
+	if m := EstimateMemory(nic); m.Bytes != memBase {
+		t.Errorf("fig11: %s", m)
+	}
+}

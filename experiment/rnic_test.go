@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"github.com/besim/besim/units"
 	"reflect"
 	"testing"
 
@@ -23,7 +24,7 @@ func parse(t *testing.T, name, text string) *scenarios.Scenario {
 // NIC model's and DCQCN's own.
 func TestDefaultsAgree(t *testing.T) {
 	s := parse(t, "d", "name: d\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}}\nhosts: {nic: rnic}\nflows: [{src: 0, dst: 1}]\n")
-	got, err := NICConfig(s, 25*rnic.Gbps)
+	got, err := NICConfig(s, 25*units.Gbps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +39,11 @@ func TestDefaultsAgree(t *testing.T) {
 	}
 
 	d := parse(t, "d", "name: d\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}}\nhosts: {nic: rnic}\nrnic: {cc: dcqcn}\nflows: [{src: 0, dst: 1}]\n")
-	gotD, err := NICConfig(d, 25*rnic.Gbps)
+	gotD, err := NICConfig(d, 25*units.Gbps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := dcqcn.DefaultConfig(25 * rnic.Gbps); !reflect.DeepEqual(gotD.DCQCN, w) {
+	if w := dcqcn.DefaultConfig(25 * units.Gbps); !reflect.DeepEqual(gotD.DCQCN, w) {
 		t.Errorf("DCQCN defaults:\n got %+v\nwant %+v", gotD.DCQCN, w)
 	}
 	if gotD.CC != rnic.CCDCQCN || gotD.CNPInterval != sim.Time(dcqcn.DefaultCNPInterval) {
@@ -74,19 +75,19 @@ dcqcn: {g: 1/16, initial_alpha: 1/2, alpha_timer: 26us, rate_timer: 27us, byte_c
         ai_rate: 30Mbps, hai_rate: 31Mbps, min_rate: 32Mbps, cnp_interval: 33us}
 flows: [{src: 0, dst: 1}]
 `)
-	c, err := NICConfig(o, 25*rnic.Gbps)
+	c, err := NICConfig(o, 25*units.Gbps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ns := sim.Nanosecond
 	w := rnic.Config{PortMTU: 4096, TrafficPrio: 3, CNPPrio: 5, AckReqEvery: 7, RxBuffer: 6 << 10,
-		WQECost: 1 * ns, PacketCost: 2 * ns, Units: 3, DMABandwidth: 9 * rnic.Gbps, DMAReadLatency: 10 * ns,
+		WQECost: 1 * ns, PacketCost: 2 * ns, Units: 3, DMABandwidth: 9 * units.Gbps, DMAReadLatency: 10 * ns,
 		DMAWriteLatency: 11 * ns, MMIOLatency: 12 * ns, CQECost: 4 * ns, QPCacheEntries: 5,
 		MPTCacheEntries: 34, MTTCacheEntries: 35, MRCacheWays: 4, MTTPage: 2 << 20,
 		PostSendCall: 15 * ns, PostSendPerWQE: 16 * ns, DoorbellCost: 17 * ns, PostRecvCall: 18 * ns, PostRecvPerWQE: 19 * ns,
 		PollCall: 20 * ns, PollPerCQE: 21 * ns, LockAcquire: 22 * ns, LockTransfer: 23 * ns, DedicatedBFRegs: 13, SharedBFRegs: 14,
 		RegMRBase: 24 * ns, RegMRPerPage: 25 * ns, CC: rnic.CCDCQCN, CNPInterval: 33 * sim.Microsecond,
-		DCQCN: dcqcn.Config{LineRate: 25 * rnic.Gbps, MinRate: 32_000_000, G: 1.0 / 16, InitialAlpha: 0.5,
+		DCQCN: dcqcn.Config{LineRate: 25 * units.Gbps, MinRate: 32_000_000, G: 1.0 / 16, InitialAlpha: 0.5,
 			AlphaTimer: int64(26 * sim.Microsecond), RateTimer: int64(27 * sim.Microsecond), ByteCounter: 28000,
 			FastRecoveryStages: 2, AdditiveIncrease: 30_000_000, HyperIncrease: 31_000_000}}
 	if !reflect.DeepEqual(c, w) {

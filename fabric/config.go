@@ -3,14 +3,10 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"github.com/besim/besim/units"
 
 	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/sim"
-)
-
-// Rates in bits/s.
-const (
-	Gbps int64 = 1_000_000_000
 )
 
 // Defaults, each with its source. "Assumption" marks a value the paper does
@@ -18,10 +14,10 @@ const (
 const (
 	// DefaultHostRate: the paper's inference and training clusters use 25 Gbps
 	// Mellanox ConnectX-5 NICs (§8.1, §8.2).
-	DefaultHostRate = 25 * Gbps
+	DefaultHostRate int64 = 25 * units.Gbps
 	// DefaultFabricRate: switch-to-switch links. Assumption: 100 Gbps uplinks,
 	// the usual pairing with 25 Gbps server ports; the paper gives none.
-	DefaultFabricRate = 100 * Gbps
+	DefaultFabricRate int64 = 100 * units.Gbps
 	// DefaultLinkDelay: one-way per-link latency. Assumption following the HPCC
 	// ns-3 topologies (1 us per link; it stands for cable plus switch pipeline,
 	// which besim does not model separately). Cable alone is ~5 ns/m.

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"github.com/besim/besim/units"
 	"strings"
 	"testing"
 
@@ -242,7 +243,7 @@ func TestDefaultsDocumented(t *testing.T) {
 	n := build(t, nil)
 	p := n.Switches[0].Ports[0]
 	// 25G, 1us, 1106 B wire frames, 3.84us response: 8546 + 12000.
-	if p.Headroom() != 20546 || p.Headroom() != pfc.Headroom(25*Gbps, sim.Microsecond, 1106, pfc.DefaultResponse) {
+	if p.Headroom() != 20546 || p.Headroom() != pfc.Headroom(25*units.Gbps, sim.Microsecond, 1106, pfc.DefaultResponse) {
 		t.Fatalf("default headroom %d", p.Headroom())
 	}
 	b := n.Switches[0].Buffer()

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"github.com/besim/besim/units"
 	"math"
 	"reflect"
 	"strings"
@@ -49,7 +50,7 @@ func TestLineRateGoodput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%dG/%dB", tc.gbps, tc.mtu), func(t *testing.T) {
-			rate := tc.gbps * Gbps
+			rate := tc.gbps * units.Gbps
 			n := build(t, func(c *Config) {
 				c.Topology = Topology{Kind: Star, Hosts: 2}
 				c.HostLink.Rate = rate
@@ -120,7 +121,7 @@ func TestIncastLossless(t *testing.T) {
 			for _, id := range ids {
 				d1 += n.Flows()[id].DeliveredBytes
 			}
-			line := float64(25*Gbps) * 1024 / 1106
+			line := float64(25*units.Gbps) * 1024 / 1106
 			if !tc.reverse {
 				if got := float64(d1-d0) * 8 / (500 * sim.Microsecond).Seconds(); !within(got, line, 0.01) {
 					t.Fatalf("bottleneck goodput %.4g, want line rate %.4g", got, line)
@@ -140,7 +141,7 @@ func TestIncastLossless(t *testing.T) {
 			if tt.PFCFramesTx == 0 || tt.XOFFEvents == 0 {
 				t.Fatalf("no PFC in an incast: %+v", tt)
 			}
-			exact := pfc.Headroom(25*Gbps, DefaultLinkDelay, 1024+RoCEv2Extra+WireGap, 0)
+			exact := pfc.Headroom(25*units.Gbps, DefaultLinkDelay, 1024+RoCEv2Extra+WireGap, 0)
 			sw := r.Switches[0]
 			var sumIngress int64
 			for i := 0; i < tc.senders; i++ {
@@ -229,7 +230,7 @@ func TestVictimPausePropagation(t *testing.T) {
 		return float64(b1-b0) * 8 / (10 * sim.Millisecond).Seconds(), n.Report()
 	}
 	alone, _ := run(false)
-	line := float64(25*Gbps) * 1024 / 1106
+	line := float64(25*units.Gbps) * 1024 / 1106
 	if !within(alone, line, 0.01) {
 		t.Fatalf("victim alone %.4g, want line rate %.4g", alone, line)
 	}
@@ -487,7 +488,7 @@ func TestHeadroomOverflowIsLoud(t *testing.T) {
 	if !strings.Contains(sb.String(), "WARNING: HEADROOM OVERFLOW") {
 		t.Fatal("summary hides the overflow")
 	}
-	exact := pfc.Headroom(25*Gbps, DefaultLinkDelay, 1024+RoCEv2Extra+WireGap, 0)
+	exact := pfc.Headroom(25*units.Gbps, DefaultLinkDelay, 1024+RoCEv2Extra+WireGap, 0)
 	n = run(exact)
 	r = n.Report()
 	if n.HeadroomOverflows() != 0 {
@@ -588,7 +589,7 @@ func TestEgressSchedulers(t *testing.T) {
 			n.Run(4 * sim.Millisecond)
 			h := float64(n.Flows()[hi].DeliveredBytes - h0)
 			l := float64(n.Flows()[lo].DeliveredBytes - l0)
-			line := float64(25*Gbps) * 1024 / 1106 * (2 * sim.Millisecond).Seconds() / 8
+			line := float64(25*units.Gbps) * 1024 / 1106 * (2 * sim.Millisecond).Seconds() / 8
 			if !within(h+l, line, 0.01) {
 				t.Fatalf("bottleneck carried %.0f B, want %.0f", h+l, line)
 			}
@@ -611,7 +612,7 @@ func TestPauseFramesAreNotRouted(t *testing.T) {
 		t.Fatalf("pause frames: %+v", r.Totals)
 	}
 	p := r.Switches[0].Ports[0]
-	if p.PFCFramesRx != 2 || p.Prio[lossless].PauseRx != 1 || p.Prio[lossless].PausedTime != pfc.QuantaToTime(100, 25*Gbps) {
+	if p.PFCFramesRx != 2 || p.Prio[lossless].PauseRx != 1 || p.Prio[lossless].PausedTime != pfc.QuantaToTime(100, 25*units.Gbps) {
 		t.Fatalf("switch port: %+v", p)
 	}
 	if n.Switches[0].Ports[0].PauseRx().Stats.Ignored[lossy] != 1 || p.Prio[lossy].PauseRx != 0 {
@@ -675,11 +676,11 @@ func TestPauseRefreshHoldsLongPause(t *testing.T) {
 	n.Run(10 * sim.Millisecond)
 	p := n.Switches[0].Ports[1]
 	rx := p.PauseRx()
-	first := sim.TxTime(PauseFrame+WireGap, 25*Gbps) + DefaultLinkDelay // first frame's arrival
+	first := sim.TxTime(PauseFrame+WireGap, 25*units.Gbps) + DefaultLinkDelay // first frame's arrival
 	if got := rx.PausedTime(n.K.Now(), lossless); got != 10*sim.Millisecond-first {
 		t.Fatalf("paused %v of %v: a refresh came late", got, 10*sim.Millisecond-first)
 	}
-	refresh := pfc.QuantaToTime(pfc.MaxQuanta, 25*Gbps) / 2
+	refresh := pfc.QuantaToTime(pfc.MaxQuanta, 25*units.Gbps) / 2
 	if want := int64(10*sim.Millisecond/refresh) + 1; rx.Stats.Pauses[lossless] != want {
 		t.Fatalf("%d pause frames, want %d (one per %v)", rx.Stats.Pauses[lossless], want, refresh)
 	}
@@ -695,7 +696,7 @@ func TestPauseRefreshHoldsLongPause(t *testing.T) {
 
 // A flow paced below line rate gets exactly its rate.
 func TestPacedFlow(t *testing.T) {
-	for _, rate := range []int64{1 * Gbps, 10 * Gbps, 24 * Gbps} {
+	for _, rate := range []int64{1 * units.Gbps, 10 * units.Gbps, 24 * units.Gbps} {
 		n := build(t, func(c *Config) { c.Topology = Topology{Kind: Star, Hosts: 2} })
 		id := addFlow(t, n, Flow{Src: 0, Dst: 1, Prio: lossy, Rate: rate, Start: 3 * sim.Microsecond, Duration: sim.Millisecond})
 		n.Run(2 * sim.Millisecond)

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"github.com/besim/besim/units"
 	"io"
 	"strings"
 
@@ -121,7 +122,11 @@ type PrioReport struct {
 // Report gathers all counters now.
 func (n *Network) Report() *Report {
 	now := n.K.Now()
-	r := &Report{Time: now}
+	// Sized up front: a k=16 fat-tree's 5,120 port reports are about 11 MB,
+	// and growing the slices by appending allocated twice that at the end
+	// of a run, when the heap is at its largest.
+	r := &Report{Time: now, Flows: make([]FlowStats, 0, len(n.flows)),
+		Hosts: make([]HostReport, 0, len(n.Hosts)), Switches: make([]SwitchReport, 0, len(n.Switches))}
 	t := &r.Totals
 	for _, f := range n.flows {
 		r.Flows = append(r.Flows, *f)
@@ -154,7 +159,7 @@ func (n *Network) Report() *Report {
 		b := &sw.buf
 		sr := SwitchReport{ID: sw.ID, Name: sw.Name, Buffer: b.Size, SharedSize: b.SharedSize(), Reserved: b.Reserved,
 			SharedUsed: b.SharedUsed, HeadroomUsed: b.HeadroomUsed, MaxSharedUsed: b.MaxSharedUsed, MaxHeadroomUsed: b.MaxHeadroomUsed,
-			NoRouteDrops: sw.NoRoute, NoRouteDropBytes: sw.NoRouteBytes}
+			NoRouteDrops: sw.NoRoute, NoRouteDropBytes: sw.NoRouteBytes, Ports: make([]PortReport, 0, len(sw.Ports))}
 		for _, p := range sw.Ports {
 			pr := PortReport{Index: p.Index, Peer: p.Peer, PeerName: n.NodeName(p.Peer), Rate: p.rate, Headroom: p.headroom,
 				PFCFramesTx: p.tx.Stats.Frames, PFCFramesRx: p.rx.Stats.Frames}
@@ -292,7 +297,7 @@ func (n *Network) WriteExplain(w io.Writer) error {
 			}
 			seen[key] = true
 			bdp := pfc.BytesIn(2*p.out.Delay, p.rate)
-			fmt.Fprintf(&b, "  ports at %d Gbps, %v cable: RTT BDP %d B; headroom %d B", p.rate/Gbps, p.out.Delay, bdp, p.headroom)
+			fmt.Fprintf(&b, "  ports at %d Gbps, %v cable: RTT BDP %d B; headroom %d B", p.rate/units.Gbps, p.out.Delay, bdp, p.headroom)
 			if pc.Headroom == 0 {
 				fmt.Fprintf(&b, " = 2x%d frame + %d pause + %d (2x cable) + %d (response %v)",
 					frame, pfc.PauseFrameWire, bdp, pfc.BytesIn(pc.Response, p.rate), pc.Response)

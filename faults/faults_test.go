@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"github.com/besim/besim/units"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func storm(t *testing.T, watchdog bool) (victim, stormed int64, in *Injector, ne
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []fabric.Flow{{Src: 4, Dst: 0, Prio: 3, Rate: 10 * fabric.Gbps}, {Src: 4, Dst: 3, Prio: 3, Rate: 10 * fabric.Gbps}} {
+	for _, f := range []fabric.Flow{{Src: 4, Dst: 0, Prio: 3, Rate: 10 * units.Gbps}, {Src: 4, Dst: 3, Prio: 3, Rate: 10 * units.Gbps}} {
 		if _, err := net.AddFlow(f); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +60,7 @@ func TestFlapAndLossSchedule(t *testing.T) {
 	fc.Topology = fabric.Topology{Kind: fabric.Star, Hosts: 2}
 	k := sim.NewKernel()
 	net, _ := fabric.New(k, fc)
-	if _, err := net.AddFlow(fabric.Flow{Src: 0, Dst: 1, Prio: 0, Rate: fabric.Gbps}); err != nil {
+	if _, err := net.AddFlow(fabric.Flow{Src: 0, Dst: 1, Prio: 0, Rate: units.Gbps}); err != nil {
 		t.Fatal(err)
 	}
 	in, err := Schedule(k, net, nil, 1, []Spec{
@@ -132,7 +133,7 @@ func TestLossDirection(t *testing.T) {
 		fc.Topology = fabric.Topology{Kind: fabric.Star, Hosts: 2}
 		k := sim.NewKernel()
 		net, _ := fabric.New(k, fc)
-		if _, err := net.AddFlow(fabric.Flow{Src: 0, Dst: 1, Prio: 0, Rate: fabric.Gbps}); err != nil {
+		if _, err := net.AddFlow(fabric.Flow{Src: 0, Dst: 1, Prio: 0, Rate: units.Gbps}); err != nil {
 			t.Fatal(err)
 		}
 		in, err := Schedule(k, net, nil, 1, []Spec{{Kind: Loss, Host: c.host, Switch: -1, Drop: 0.5, Dir: c.dir, DataOnly: true,

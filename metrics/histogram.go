@@ -32,6 +32,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"regexp"
+	"strconv"
 
 	"github.com/besim/besim/report"
 )
@@ -369,4 +371,62 @@ func (h *Histogram) UnmarshalJSON(b []byte) error {
 	n.sumHi, n.sumLo = j.Sum[0], j.Sum[1]
 	*h = *n
 	return nil
+}
+
+var tableTitleRE = regexp.MustCompile(`\(([0-9]+) values, ([0-9]+) significant digits\)$`)
+
+// FromTable rebuilds a histogram from the table Table wrote (possibly
+// renamed: only the title's "(N values, D significant digits)", the row
+// keys (bucket indices) and the count column are read). The table does
+// not carry the exact minimum, maximum and sum, so Min and Max are the
+// bounds of the lowest and highest non-empty buckets and Mean is taken at
+// the bucket midpoints; bucket counts, Count and therefore every quantile
+// (a bucket midpoint clamped to [Min, Max]) are those of the histogram
+// the table was written from, except where that histogram clamped a
+// quantile to its exact Min or Max. Merging histograms rebuilt this way is
+// exact for the bucket counts, as Merge is.
+func FromTable(t report.Table) (*Histogram, error) {
+	m := tableTitleRE.FindStringSubmatch(t.Title)
+	if m == nil {
+		return nil, fmt.Errorf("metrics: table %q: title %q does not end in \"(N values, D significant digits)\"", t.Name, t.Title)
+	}
+	digits, _ := strconv.Atoi(m[2])
+	want, _ := strconv.ParseInt(m[1], 10, 64)
+	if digits < 1 || digits > MaxDigits {
+		return nil, fmt.Errorf("metrics: table %q: %d significant digits; want 1..%d", t.Name, digits, MaxDigits)
+	}
+	col := -1
+	for i, c := range t.Columns {
+		if c.Name == "count" {
+			col = i
+		}
+	}
+	if col < 0 {
+		return nil, fmt.Errorf("metrics: table %q has no count column", t.Name)
+	}
+	h := New(digits)
+	limit := h.index(math.MaxInt64)
+	last := -1
+	for _, r := range t.Rows {
+		i, err := strconv.Atoi(r.Key)
+		if err != nil || i <= last || i > limit {
+			return nil, fmt.Errorf("metrics: table %q: row %q: want increasing bucket indices 0..%d", t.Name, r.Key, limit)
+		}
+		last = i
+		if len(r.Values) <= col {
+			return nil, fmt.Errorf("metrics: table %q: row %q has %d values for %d columns", t.Name, r.Key, len(r.Values), len(t.Columns))
+		}
+		c := r.Values[col]
+		if !(c >= 1) || c != math.Trunc(c) || c > 1<<53 {
+			return nil, fmt.Errorf("metrics: table %q: bucket %d: count %v is not a positive integer", t.Name, i, c)
+		}
+		lo, hi := h.bounds(i)
+		h.RecordN(lo+(hi-lo)/2, int64(c))
+		h.min = min(h.min, lo)
+		h.max = max(h.max, hi)
+	}
+	if h.total != want {
+		return nil, fmt.Errorf("metrics: table %q: counts add to %d, its title says %d values", t.Name, h.total, want)
+	}
+	return h, nil
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -257,5 +258,48 @@ func BenchmarkRecord(b *testing.B) {
 	for b.Loop() {
 		h.Record(v)
 		v = (v*2862933555777941757 + 3037000493) & (1<<45 - 1)
+	}
+}
+
+// TestFromTable rebuilds histograms from their tables: bucket counts and
+// quantiles survive, and merging rebuilt tables equals rebuilding the
+// merge.
+func TestFromTable(t *testing.T) {
+	a, b := New(2), New(2)
+	for i := int64(1); i <= 5000; i++ {
+		a.Record(i * 37 % 100003)
+		b.Record(i*i%7919 + 50000)
+	}
+	ra, err := FromTable(a.Table("x", "ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := FromTable(b.Table("x", "ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []float64{0.5, 0.9, 0.99, 0.999} {
+		if ra.Quantile(q) != a.Quantile(q) {
+			t.Errorf("q%v: rebuilt %d, original %d", q, ra.Quantile(q), a.Quantile(q))
+		}
+	}
+	if err := a.Merge(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := ra.Merge(rb); err != nil {
+		t.Fatal(err)
+	}
+	if ra.Count() != a.Count() || ra.P99() != a.P99() || ra.P50() != a.P50() {
+		t.Errorf("merged rebuilt: count %d p50 %d p99 %d; merged: %d %d %d", ra.Count(), ra.P50(), ra.P99(), a.Count(), a.P50(), a.P99())
+	}
+	bad := a.Table("x", "ns")
+	bad.Rows[0].Values[2]++
+	if _, err := FromTable(bad); err == nil || !strings.Contains(err.Error(), "counts add to") {
+		t.Errorf("inconsistent table: err %v", err)
+	}
+	bad = a.Table("x", "ns")
+	bad.Title = "something else"
+	if _, err := FromTable(bad); err == nil {
+		t.Error("table without the title's digits accepted")
 	}
 }

@@ -792,6 +792,13 @@ func cdfPoints(r *report.Result, name string) (plotter.XYs, string, error) {
 // a one-key sweep are labelled by the swept value alone (the key names the
 // axis); labels too wide for their bar's slot are turned 45 degrees.
 func Bars(r *report.Result, table, col string, opt Options) (*gplot.Plot, error) {
+	return GroupedBars(r, table, []string{col}, opt)
+}
+
+// GroupedBars draws, for every row of a table, one bar per column of cols
+// side by side (the first column's colour first, a legend naming each
+// when there are several), the y axis as opt says and as Bars labels.
+func GroupedBars(r *report.Result, table string, cols []string, opt Options) (*gplot.Plot, error) {
 	t, ok := r.Table(table)
 	if !ok {
 		var names []string
@@ -800,40 +807,59 @@ func Bars(r *report.Result, table, col string, opt Options) (*gplot.Plot, error)
 		}
 		return nil, fmt.Errorf("plot: no table %q (tables: %s)", table, strings.Join(names, ", "))
 	}
-	ci, err := column(t, col)
-	if err != nil {
-		return nil, err
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("plot: no column of table %s to draw", table)
+	}
+	cis := make([]int, len(cols))
+	for j, col := range cols {
+		ci, err := column(t, col)
+		if err != nil {
+			return nil, err
+		}
+		cis[j] = ci
 	}
 	if len(t.Rows) == 0 {
 		return nil, fmt.Errorf("plot: table %s has no rows", table)
 	}
-	vals := make(plotter.Values, len(t.Rows))
 	names := make([]string, len(t.Rows))
 	xlab := t.KeyName
 	if len(t.Params) == 1 {
 		xlab = t.Params[0]
 	}
 	for i, row := range t.Rows {
-		v := row.Values[ci]
-		if report.Missing(v) {
-			v = 0
-		}
-		vals[i] = v
 		names[i] = row.Key
 		if len(t.Params) == 1 {
 			names[i] = strings.TrimPrefix(row.Key, t.Params[0]+"=")
 		}
 	}
-	p := newPlot(t.Title, xlab, label(t.Columns[ci].Name, t.Columns[ci].Unit))
-	// Bars fill 60% of their slot at the default width (2 to 40 points).
-	w := max(vg.Points(2), min(vg.Points(40), 0.6*(DefaultWidth-2*vg.Centimeter)/vg.Length(len(vals))))
-	b, err := plotter.NewBarChart(vals, w)
-	if err != nil {
-		return nil, fmt.Errorf("plot: %w", err)
+	p := newPlot(t.Title, xlab, yLabel(t, cis))
+	// The bars of a row fill 60% of its slot at the default width (2 to
+	// 40 points each).
+	w := max(vg.Points(2), min(vg.Points(40), 0.6*(DefaultWidth-2*vg.Centimeter)/vg.Length(len(names)*len(cis))))
+	for j, ci := range cis {
+		vals := make(plotter.Values, len(t.Rows))
+		for i, row := range t.Rows {
+			v := row.Values[ci]
+			if report.Missing(v) {
+				v = 0
+			}
+			vals[i] = v
+		}
+		b, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		b.Color = plotutil.Color(j)
+		b.LineStyle.Width = 0
+		b.Offset = w * vg.Length(2*j-len(cis)+1) / 2
+		p.Add(b)
+		if len(cis) > 1 {
+			p.Legend.Add(t.Columns[ci].Name, b)
+		}
 	}
-	b.Color = plotutil.Color(0)
-	b.LineStyle.Width = 0
-	p.Add(b)
+	if len(cis) > 1 {
+		p.Legend.Top, p.Legend.Left = true, true // over the first rows (often the smallest)
+	}
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5 // whole bars at both ends
 	if labelsCollide(p, names) {

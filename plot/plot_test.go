@@ -66,6 +66,9 @@ func TestPlotsAreDeterministic(t *testing.T) {
 		{"cdf-all", func() (*gplot.Plot, error) { return CDF(run, nil) }},
 		{"cdf-series", func() (*gplot.Plot, error) { return CDF(run, []string{run.Series[0].Name}) }},
 		{"bars", func() (*gplot.Plot, error) { return Bars(run, "flows", "goodput", Options{}) }},
+		{"grouped-bars", func() (*gplot.Plot, error) {
+			return GroupedBars(run, "flows", []string{"goodput", "goodput"}, Options{})
+		}},
 	}
 	for _, tc := range tests {
 		var svgs [][]byte
@@ -132,6 +135,8 @@ func TestPlotErrors(t *testing.T) {
 		{second(CDF(run, []string{"nope"})), `no histogram table or series named "nope"`},
 		{second(Bars(run, "nope", "x", Options{})), `no table "nope"`},
 		{second(Bars(run, "flows", "nope", Options{})), `no column "nope"`},
+		{second(GroupedBars(run, "flows", []string{"goodput", "nope"}, Options{})), `no column "nope"`},
+		{second(GroupedBars(run, "flows", nil, Options{})), "no column of table flows"},
 		{Save(gplot.New(), t.TempDir()+"/x.gif", 0, 0), `unknown format "gif"`},
 		{Encode(gplot.New(), &bytes.Buffer{}, "gif", 0, 0), `format "gif" not supported`},
 	}

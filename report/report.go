@@ -8,6 +8,10 @@
 // formatted with fixed rules, and wall-clock facts (how long a run took) live
 // in a separate Timing block that callers may omit when byte-identical files
 // are wanted.
+//
+// result.schema.json in this directory is the JSON Schema of the file
+// WriteJSON writes; a test in cmd/besim checks a fresh run and every
+// committed result against it.
 package report
 
 import (

@@ -14,7 +14,13 @@ cd "$(dirname "$0")/.."
 go run ./cmd/besim run -q --out results/table2 table2                 # paper Table 2 (§5.1)
 go run ./cmd/besim run -q --out results/fig10 fig10                   # paper Figure 10 (§6.1)
 go run ./cmd/besim run -q --out results/fig11 fig11                   # paper Figure 11 (§6.2.1)
+go run ./cmd/besim run -q --out results/fig11-core fig11-core         # Figure 11 through the core (~15 s)
 go run ./cmd/besim run -q --out results/fig13 fig13                   # paper Figure 13 (§6.1)
+go run ./cmd/besim run -q --out results/fig8 fig8                     # paper Figure 8 (§5.5; ~2 s)
+go run ./cmd/besim run -q --out results/fig9 fig9                     # paper Figure 9 (§5.5; ~5 s)
+# Figure 9's sensitivity to the ByteExpress fragment size (an assumption; ~10 s)
+go run ./cmd/besim sweep -q --set benchmark.fragment=16KiB,64KiB,256KiB \
+	--metrics 'peak/25G/1024B/be/gbps,peak/100G/1024B/be/gbps,peak/100G/4096B/be/gbps,peak/200G/4096B/be/gbps' -o results/fig9/fragment.json fig9
 go run ./cmd/besim run -q --out results/dcqcn-incast dcqcn-incast     # DCQCN holds an 8-to-1 incast in the ECN band
 go run ./cmd/besim run -q --out results/pfc-incast pfc-incast         # the same without congestion control: PFC
 go run ./cmd/besim run -q --out results/dcqcn-fairness dcqcn-fairness # two DCQCN flows converge to equal shares
@@ -92,6 +98,16 @@ for ext in png svg; do
 	# Figure 10: goodput against the fragment size, one line per link rate
 	go run ./cmd/besim plot --table fragsize --x fragment --y goodput -title "Figure 10 (model): goodput by fragment size, 1 MiB messages" \
 		-o "results/fig10/goodput.$ext" results/fig10/result.json
+	# Figure 8: round-trip latency (mean, P99) by message size, one message outstanding
+	go run ./cmd/besim plot --table pingpong --x message --y mean --y P99 -title "Figure 8 (model): ByteExpress latency, one message outstanding, 100 Gbps / 1024 B MTU" \
+		-o "results/fig8/latency.$ext" results/fig8/result.json
+	# Figure 9: peak throughput by link rate/MTU, ByteExpress beside RC and UD perftest
+	go run ./cmd/besim plot --bar "peak:ByteExpress,RC perftest,UD perftest" \
+		-title "Figure 9 (model): peak throughput by link rate/MTU, ByteExpress vs RC/UD perftest (eRPC not modelled)" \
+		-o "results/fig9/throughput.$ext" results/fig9/result.json
+	# Figure 11 through the core: message rate by QP count, with and without thread domains
+	go run ./cmd/besim plot --table msgrate --x QPs --y "no TD" --y TD -title "Figure 11 through the ByteExpress core (model): 512 B message rate, 8 I/O threads" \
+		-o "results/fig11-core/rate.$ext" results/fig11-core/result.json
 	# Figure 13: the small message's latency (P50 and P99) against the number
 	# of large flows, fragmented and whole (log y: three orders of magnitude)
 	go run ./cmd/besim plot --table hol --x "large flows" --y P50 --y P99 --log-y --ymin 1 \

@@ -1,6 +1,7 @@
 package rnic
 
 import (
+	"github.com/besim/besim/units"
 	"testing"
 	"time"
 
@@ -70,7 +71,7 @@ func newStream(t testing.TB, cfg Config, rate int64) (*pair, *streamer) {
 // TestSteadyWriteZeroAllocs: once warmed up, a WRITE stream through two NICs
 // (payload mode: bytes really move) allocates nothing per packet.
 func TestSteadyWriteZeroAllocs(t *testing.T) {
-	p, _ := newStream(t, DefaultConfig(), 100*Gbps)
+	p, _ := newStream(t, DefaultConfig(), 100*units.Gbps)
 	p.runFor(2 * time.Millisecond)
 	before := p.b.Stats().RxPackets
 	allocs := testing.AllocsPerRun(50, func() { p.runFor(10 * time.Microsecond) })
@@ -96,7 +97,7 @@ func BenchmarkBackToBack(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			cfg := DefaultConfig()
 			cfg.SizesOnly = mode.sizes
-			p, _ := newStream(b, cfg, 100*Gbps)
+			p, _ := newStream(b, cfg, 100*units.Gbps)
 			p.runFor(100 * time.Microsecond)
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -2,6 +2,7 @@ package rnic
 
 import (
 	"fmt"
+	"github.com/besim/besim/units"
 
 	"github.com/besim/besim/dcqcn"
 	"github.com/besim/besim/sim"
@@ -17,9 +18,6 @@ const (
 	CCDCQCN CCKind = "dcqcn"
 )
 
-// Gbps is one gigabit per second in bits/s.
-const Gbps int64 = 1_000_000_000
-
 // Default values. The package documentation gives the source of each one and
 // says which are assumptions.
 const (
@@ -29,17 +27,17 @@ const (
 	DefaultAckReqEvery = 16
 	DefaultRxBuffer    = 512 << 10
 
-	DefaultWQECost        = 130 * sim.Nanosecond
-	DefaultPacketCost     = 5 * sim.Nanosecond
-	DefaultUnits          = 16
-	DefaultDMABandwidth   = 212 * Gbps
-	DefaultDMAReadLatency = 500 * sim.Nanosecond
-	DefaultDMAWriteLat    = 250 * sim.Nanosecond
-	DefaultMMIOLatency    = 150 * sim.Nanosecond
-	DefaultCQECost        = 20 * sim.Nanosecond
-	DefaultQPCacheEntries = 1024
-	DefaultMRCacheWays    = 8
-	DefaultMTTPage        = 4096
+	DefaultWQECost              = 130 * sim.Nanosecond
+	DefaultPacketCost           = 5 * sim.Nanosecond
+	DefaultUnits                = 16
+	DefaultDMABandwidth   int64 = 212 * units.Gbps
+	DefaultDMAReadLatency       = 500 * sim.Nanosecond
+	DefaultDMAWriteLat          = 250 * sim.Nanosecond
+	DefaultMMIOLatency          = 150 * sim.Nanosecond
+	DefaultCQECost              = 20 * sim.Nanosecond
+	DefaultQPCacheEntries       = 1024
+	DefaultMRCacheWays          = 8
+	DefaultMTTPage              = 4096
 
 	DefaultPostSendCall   = 40 * sim.Nanosecond
 	DefaultPostSendPerWQE = 20 * sim.Nanosecond

@@ -1,6 +1,7 @@
 package rnic
 
 import (
+	"github.com/besim/besim/units"
 	"testing"
 	"time"
 
@@ -13,7 +14,7 @@ func TestConformance(t *testing.T) {
 	verbstest.Run(t, verbstest.Backend{
 		Name: "rnic",
 		Open: func(t testing.TB) (a, b verbs.Context, env verbstest.Env) {
-			p := newPair(t, DefaultConfig(), 25*Gbps, sim.Microsecond)
+			p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
 			return p.ca, p.cb, verbstest.Env{Progress: p.runFor}
 		},
 	})
@@ -27,7 +28,7 @@ func TestConformanceStar(t *testing.T) {
 		Open: func(t testing.TB) (a, b verbs.Context, env verbstest.Env) {
 			cfg := DefaultConfig()
 			cfg.CC = CCDCQCN
-			s := newStar(t, 2, 25*Gbps, cfg, nil)
+			s := newStar(t, 2, 25*units.Gbps, cfg, nil)
 			return s.ctx[0], s.ctx[1], verbstest.Env{Progress: func(d time.Duration) {
 				s.k.RunUntil(s.k.Now() + sim.Time(d.Nanoseconds())*sim.Nanosecond)
 			}}

@@ -1,6 +1,7 @@
 package rnic
 
 import (
+	"github.com/besim/besim/units"
 	"testing"
 
 	"github.com/besim/besim/fabric"
@@ -89,7 +90,7 @@ func streamOpts() rcOpts {
 // DCQCN parameters, alpha starting at 1, the flows first overreact and then
 // recover by additive increase of 5 Mb/s per 55 us: about 100 ms.)
 func TestDCQCNFairShare(t *testing.T) {
-	s := newStar(t, 3, 25*Gbps, ccConfig(CCDCQCN), nil)
+	s := newStar(t, 3, 25*units.Gbps, ccConfig(CCDCQCN), nil)
 	a0, b0 := rcConnect(t, s.ctx[0], s.ctx[2], streamOpts())
 	stream(t, a0, b0, 64<<10)
 	s.k.RunUntil(2 * sim.Millisecond)
@@ -107,7 +108,7 @@ func TestDCQCNFairShare(t *testing.T) {
 	if hi, lo := max(g0, g1), min(g0, g1); hi > 1.1*lo {
 		t.Fatalf("unfair: %.2f vs %.2f Gb/s", g0, g1)
 	}
-	if g0+g1 < 0.85*LinePayloadGbps(verbs.RC, 25*Gbps, 1024) {
+	if g0+g1 < 0.85*LinePayloadGbps(verbs.RC, 25*units.Gbps, 1024) {
 		t.Fatalf("bottleneck underused: %.2f Gb/s", g0+g1)
 	}
 	if st.CNPsSent == 0 || s.nics[0].Stats().CNPsHandled == 0 {
@@ -117,7 +118,7 @@ func TestDCQCNFairShare(t *testing.T) {
 
 // incast runs 8 WRITE streams into host 8 and samples the bottleneck queue.
 func incast(t *testing.T, cc CCKind) (q []int64, r *fabric.Report, gbps float64) {
-	s := newStar(t, 9, 25*Gbps, ccConfig(cc), nil)
+	s := newStar(t, 9, 25*units.Gbps, ccConfig(cc), nil)
 	var bs []*ep
 	for i := 0; i < 8; i++ {
 		a, b := rcConnect(t, s.ctx[i], s.ctx[8], streamOpts())
@@ -176,7 +177,7 @@ func TestIncastDCQCN(t *testing.T) {
 	if second > 1.5*first+fabric.DefaultKmin {
 		t.Fatalf("queue growing: %.0f -> %.0f", first, second)
 	}
-	if g < 0.8*LinePayloadGbps(verbs.RC, 25*Gbps, 1024) {
+	if g < 0.8*LinePayloadGbps(verbs.RC, 25*units.Gbps, 1024) {
 		t.Fatalf("goodput %.2f Gb/s", g)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -63,7 +64,7 @@ func writeOnce(t *testing.T, p *pair, a *ep, src, dst *region, n int) sim.Time {
 // predecessor's entries are gone). With the caches off nothing is counted.
 func TestMRCacheMissesAndReuse(t *testing.T) {
 	const n = 16 << 10 // 4 pages
-	p := newPair(t, mrCacheConfig(16, 256), 100*Gbps, sim.Microsecond)
+	p := newPair(t, mrCacheConfig(16, 256), 100*units.Gbps, sim.Microsecond)
 	o := defaultOpts()
 	o.mtu = 4096
 	a, b := p.rc(t, o)
@@ -96,7 +97,7 @@ func TestMRCacheMissesAndReuse(t *testing.T) {
 		t.Fatalf("sender after re-registration: %+v", s)
 	}
 
-	off := newPair(t, DefaultConfig(), 100*Gbps, sim.Microsecond)
+	off := newPair(t, DefaultConfig(), 100*units.Gbps, sim.Microsecond)
 	a, b = off.rc(t, o)
 	src = newRegion(t, a.pd, n, allAccess)
 	dst = newRegion(t, b.pd, n, allAccess)
@@ -113,7 +114,7 @@ func TestMRCacheMissesAndReuse(t *testing.T) {
 func TestMTTThrashSlowsStream(t *testing.T) {
 	rate := func(mtt int) (gbps float64, s Stats) {
 		cfg := mrCacheConfig(64, mtt)
-		p, _ := newStream(t, cfg, 100*Gbps)
+		p, _ := newStream(t, cfg, 100*units.Gbps)
 		p.runFor(200 * time.Microsecond)
 		rx0 := p.b.Stats().RxPayload
 		p.runFor(500 * time.Microsecond)
@@ -134,7 +135,7 @@ func TestMTTThrashSlowsStream(t *testing.T) {
 // TestSteadyWriteZeroAllocsMRCache: the translation caches allocate nothing
 // on the packet path.
 func TestSteadyWriteZeroAllocsMRCache(t *testing.T) {
-	p, _ := newStream(t, mrCacheConfig(64, 8), 100*Gbps)
+	p, _ := newStream(t, mrCacheConfig(64, 8), 100*units.Gbps)
 	p.runFor(2 * time.Millisecond)
 	if allocs := testing.AllocsPerRun(50, func() { p.runFor(10 * time.Microsecond) }); allocs != 0 {
 		t.Fatalf("%v allocations per 10 us run", allocs)

@@ -3,6 +3,7 @@ package rnic
 import (
 	"bytes"
 	"fmt"
+	"github.com/besim/besim/units"
 	"math/rand/v2"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestRandomOpsUnderLoss(t *testing.T) {
 }
 
 func randomOps(t *testing.T, seed uint64, loss float64) {
-	p := newPair(t, DefaultConfig(), 25*Gbps, sim.Microsecond)
+	p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
 	p.w.SetLoss(loss, seed)
 	rng := rand.New(rand.NewPCG(seed, 99))
 	o := defaultOpts()

@@ -2,6 +2,7 @@ package rnic
 
 import (
 	"bytes"
+	"github.com/besim/besim/units"
 	"testing"
 
 	"github.com/besim/besim/sim"
@@ -12,7 +13,7 @@ import (
 // random, RC WRITEs, READs and SENDs still deliver every byte in order,
 // through NAK-triggered go-back-N and retransmission timeouts.
 func TestLossGoBackN(t *testing.T) {
-	p := newPair(t, DefaultConfig(), 25*Gbps, sim.Microsecond)
+	p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
 	p.w.SetLoss(0.02, 42)
 	o := defaultOpts()
 	o.timeout = 6 // 262 us
@@ -75,7 +76,7 @@ func TestLossGoBackN(t *testing.T) {
 // rnr_retry retries the first fails with WCRNRRetryExcErr, the rest are
 // flushed, and the retries were paced by the responder's min_rnr_timer.
 func TestRNRRetryExceededFlushes(t *testing.T) {
-	p := newPair(t, DefaultConfig(), 25*Gbps, sim.Microsecond)
+	p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
 	o := defaultOpts()
 	o.rnrRetry = 3
 	o.minRNR = 4 // 40 us
@@ -113,7 +114,7 @@ func TestRNRRetryExceededFlushes(t *testing.T) {
 // TestRNRWaitThenReceive: with rnr_retry 7 the requester keeps retrying at
 // the RNR timer until a receive is posted.
 func TestRNRWaitThenReceive(t *testing.T) {
-	p := newPair(t, DefaultConfig(), 25*Gbps, sim.Microsecond)
+	p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
 	o := defaultOpts()
 	o.minRNR = 1
 	a, b := p.rc(t, o)
@@ -142,7 +143,7 @@ func TestRNRWaitThenReceive(t *testing.T) {
 // TestRetryExceeded: a dead wire exhausts retry_cnt retransmission timeouts
 // (4.096 us x 2^timeout each), then WCRetryExcErr and flushes.
 func TestRetryExceeded(t *testing.T) {
-	p := newPair(t, DefaultConfig(), 25*Gbps, sim.Microsecond)
+	p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
 	p.w.SetLoss(1, 1)
 	o := defaultOpts()
 	o.timeout, o.retry = 5, 3 // 131 us
@@ -169,7 +170,7 @@ func TestRetryExceeded(t *testing.T) {
 // its completion still implies all of it is visible.
 func TestRelaxedOrdering(t *testing.T) {
 	for _, ro := range []bool{false, true} {
-		p := newPair(t, DefaultConfig(), 25*Gbps, sim.Microsecond)
+		p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
 		a, b := p.rc(t, defaultOpts())
 		const n = 16 * 1024
 		acc := allAccess
@@ -199,7 +200,7 @@ func TestRelaxedOrdering(t *testing.T) {
 // TestUDDropWithoutReceive: a datagram with no posted receive is dropped;
 // the sender still completes (UD is unreliable).
 func TestUDDropWithoutReceive(t *testing.T) {
-	p := newPair(t, DefaultConfig(), 25*Gbps, sim.Microsecond)
+	p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
 	var eps [2]*ep
 	for i, c := range []*Context{p.ca, p.cb} {
 		pd, _ := c.AllocPD()
@@ -228,7 +229,7 @@ func TestUDDropWithoutReceive(t *testing.T) {
 // TestCQNotify: the hook fires when a CQE lands on a drained CQ, once until
 // the poller drains it again.
 func TestCQNotify(t *testing.T) {
-	p := newPair(t, DefaultConfig(), 25*Gbps, sim.Microsecond)
+	p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
 	a, b := p.rc(t, defaultOpts())
 	src := newRegion(t, a.pd, 4096, allAccess)
 	dst := newRegion(t, b.pd, 4096, allAccess)
@@ -268,7 +269,7 @@ func (f handlerFunc) OnEvent(now sim.Time, tag uint64) { f(now, tag) }
 func TestCPUCharges(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DedicatedBFRegs, cfg.SharedBFRegs = 1, 1
-	p := newPair(t, cfg, 25*Gbps, sim.Microsecond)
+	p := newPair(t, cfg, 25*units.Gbps, sim.Microsecond)
 	o := defaultOpts()
 	a1, b1 := p.rc(t, o) // dedicated register
 	a2, _ := p.rc(t, o)  // shared

@@ -1,6 +1,7 @@
 package rnic
 
 import (
+	"github.com/besim/besim/units"
 	"testing"
 
 	"github.com/besim/besim/fabric"
@@ -22,7 +23,7 @@ func TestPSNWrapRecovery(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.SizesOnly = true
-	p := newPair(t, cfg, 100*Gbps, sim.Microsecond)
+	p := newPair(t, cfg, 100*units.Gbps, sim.Microsecond)
 	o := defaultOpts()
 	o.depth, o.timeout, o.mtu = 256, 16, 256
 	a, b := p.rc(t, o)
@@ -81,7 +82,7 @@ func TestPSNWrapRecovery(t *testing.T) {
 func TestPSNWindowBound(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.SizesOnly = true
-	p := newPair(t, cfg, 100*Gbps, sim.Microsecond)
+	p := newPair(t, cfg, 100*units.Gbps, sim.Microsecond)
 	o := defaultOpts()
 	o.depth, o.timeout, o.retry, o.mtu = 8, 8, 3, 256 // 1 ms timeout
 	a, b := p.rc(t, o)

@@ -44,6 +44,9 @@ type source struct {
 // It runs three passes: a schema check over the YAML node tree (which gives
 // the precise messages and records each field's line), the decode proper by
 // gopkg.in/yaml.v3 with KnownFields(true), then ApplyDefaults and Validate.
+// All problems are reported at once: when the schema check refuses keys,
+// the rest of the file is still decoded, defaulted and validated, and what
+// those passes find in other fields is reported with them, by line.
 func Parse(filename string, data []byte) (*Scenario, error) {
 	if len(data) > maxFileSize {
 		return nil, &Error{File: filename, Msg: fmt.Sprintf("file is %d bytes; a scenario may be at most %d", len(data), maxFileSize)}
@@ -67,10 +70,23 @@ func Parse(filename string, data []byte) (*Scenario, error) {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	c := &checker{src: &source{file: filename, lines: map[string]int{}}, budget: maxNodes}
-	c.walk("", root, reflect.TypeFor[Scenario](), 0)
-	if err := c.errs.err(); err != nil {
-		return nil, err
+	c := &checker{src: &source{file: filename, lines: map[string]int{}}, budget: maxNodes, drop: map[*yaml.Node]bool{}}
+	rootOK := c.walk("", root, reflect.TypeFor[Scenario](), 0)
+	sum := sha256.Sum256(data)
+	c.src.sha256 = hex.EncodeToString(sum[:])
+	if len(c.errs) > 0 {
+		// Report every problem of the file in one pass: decode what the
+		// schema check accepted (the refused keys left out), default and
+		// validate that, and add what those passes find in other fields.
+		if rootOK && c.budget >= 0 && c.hosts <= maxHostEntries {
+			s := new(Scenario)
+			if decodeNode(prune(root, c.drop, map[*yaml.Node]*yaml.Node{}), s) == nil {
+				s.src = c.src
+				c.errs.merge(s.ApplyDefaults(), c.covered...)
+				c.errs.merge(s.Validate(), c.covered...)
+			}
+		}
+		return nil, c.errs.err()
 	}
 
 	s := new(Scenario)
@@ -80,16 +96,50 @@ func Parse(filename string, data []byte) (*Scenario, error) {
 		// The schema check should have caught it; report what yaml says.
 		return nil, c.position(yamlErrors(filename, err)).err()
 	}
-	sum := sha256.Sum256(data)
-	c.src.sha256 = hex.EncodeToString(sum[:])
 	s.src = c.src
-	if err := s.ApplyDefaults(); err != nil {
-		return nil, err
-	}
-	if err := s.Validate(); err != nil {
+	var errs ErrorList
+	errs.merge(s.ApplyDefaults())
+	errs.merge(s.Validate())
+	if err := errs.err(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// prune copies the node tree without the mapping entries whose key is in
+// drop (the keys the schema check refused). Anchored nodes are copied once
+// and aliases point at the copy, so the copy is no larger than the tree.
+func prune(n *yaml.Node, drop map[*yaml.Node]bool, done map[*yaml.Node]*yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	if c, ok := done[n]; ok {
+		return c
+	}
+	c := new(yaml.Node)
+	done[n] = c
+	*c = *n
+	c.Alias = prune(n.Alias, drop, done)
+	c.Content = nil
+	for i := 0; i < len(n.Content); i++ {
+		if n.Kind == yaml.MappingNode && i+1 < len(n.Content) && drop[n.Content[i]] {
+			i++
+			continue
+		}
+		c.Content = append(c.Content, prune(n.Content[i], drop, done))
+	}
+	return c
+}
+
+// decodeNode decodes a node tree, turning a panic inside yaml.v3 into an
+// error.
+func decodeNode(n *yaml.Node, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: cannot decode this input (%v)", r)
+		}
+	}()
+	return n.Decode(v)
 }
 
 // safeDecode runs a yaml.v3 decode, turning a panic inside the library into
@@ -110,6 +160,12 @@ type checker struct {
 	errs   ErrorList
 	budget int // nodes left to visit; the walk stops below 0
 	hosts  int // host indices expanded so far
+	// drop holds the key nodes of mapping entries the check refused (an
+	// unknown key, or a value that is wrong at its own level), which the
+	// later passes leave out.
+	drop map[*yaml.Node]bool
+	// covered holds the fields an unknown key was probably meant to be.
+	covered []string
 }
 
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
@@ -144,8 +200,9 @@ func joinPath(path, key string) string {
 
 // fieldInfo is one YAML key of a struct.
 type fieldInfo struct {
-	key string
-	typ reflect.Type
+	key  string
+	typ  reflect.Type
+	name string // the Go field's
 }
 
 func structKeys(t reflect.Type) []fieldInfo {
@@ -163,25 +220,27 @@ func structKeys(t reflect.Type) []fieldInfo {
 		if name == "" {
 			name = strings.ToLower(f.Name)
 		}
-		out = append(out, fieldInfo{name, f.Type})
+		out = append(out, fieldInfo{name, f.Type, f.Name})
 	}
 	return out
 }
 
 // walk checks node n against type t at path. keyLine is the line of the key
-// that introduced n (0 for the root and list items).
-func (c *checker) walk(path string, n *yaml.Node, t reflect.Type, keyLine int) {
+// that introduced n (0 for the root and list items). It returns false if n
+// itself is refused (so the later passes must leave it out); problems
+// inside a mapping leave out only the entries they are about.
+func (c *checker) walk(path string, n *yaml.Node, t reflect.Type, keyLine int) bool {
 	c.budget--
 	if c.budget < 0 {
 		if c.budget == -1 {
 			c.fail(path, n.Line, "document too large or aliases expand too far (at most %d values)", maxNodes)
 		}
-		return
+		return false
 	}
 	for depth := 0; n.Kind == yaml.AliasNode; depth++ {
 		if n.Alias == nil || depth > 100 {
 			c.fail(path, n.Line, "unresolvable alias")
-			return
+			return false
 		}
 		n = n.Alias
 	}
@@ -194,18 +253,20 @@ func (c *checker) walk(path string, n *yaml.Node, t reflect.Type, keyLine int) {
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		c.fail(path, n.Line, "empty value (give a value, or remove the key to get the default)")
-		return
+		return false
 	}
 	if n.Kind == 0 {
 		c.fail(path, line, "empty value")
-		return
+		return false
 	}
 
 	// workload.rpc is a boolean or a mapping: a mapping gets the field
 	// checks (and the lines) of any other mapping.
 	if reflect.PointerTo(t).Implements(unmarshalerType) && !(t == reflect.TypeFor[RPC]() && n.Kind == yaml.MappingNode) {
 		u := reflect.New(t).Interface().(yaml.Unmarshaler)
+		ok := true
 		if err := u.UnmarshalYAML(n); err != nil {
+			ok = false
 			var e *Error
 			if errors.As(err, &e) {
 				c.fail(path, e.Line, "%s", e.Msg)
@@ -218,32 +279,38 @@ func (c *checker) walk(path string, n *yaml.Node, t reflect.Type, keyLine int) {
 			if c.hosts > maxHostEntries {
 				c.fail(path, n.Line, "the host lists of this file expand to more than %d hosts", maxHostEntries)
 				c.budget = -2 // stop the walk
+				ok = false
 			}
 		}
-		return
+		return ok
 	}
 
 	switch t.Kind() {
 	case reflect.Pointer:
-		c.walk(path, n, t.Elem(), keyLine)
+		return c.walk(path, n, t.Elem(), keyLine)
 	case reflect.Struct:
-		c.walkStruct(path, n, t)
+		return c.walkStruct(path, n, t)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			c.fail(path, n.Line, "expected a list, got %s", kindName(n))
-			return
+			return false
 		}
+		// A refused item leaves out the whole list (dropping one item
+		// would renumber the others' fields).
+		ok := true
 		for i, item := range n.Content {
-			c.walk(fmt.Sprintf("%s[%d]", path, i), item, t.Elem(), 0)
+			ok = c.walk(fmt.Sprintf("%s[%d]", path, i), item, t.Elem(), 0) && ok
 		}
+		return ok
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
 			c.fail(path, n.Line, "%s is not a boolean (allowed: true, false)", kindName(n))
+			return false
 		}
 	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint64, reflect.Uint32:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 			c.fail(path, n.Line, "%s is not an integer", kindName(n))
-			return
+			return false
 		}
 		if err := n.Decode(reflect.New(t).Interface()); err != nil {
 			if t.Kind() == reflect.Uint64 || t.Kind() == reflect.Uint32 {
@@ -251,20 +318,25 @@ func (c *checker) walk(path string, n *yaml.Node, t reflect.Type, keyLine int) {
 			} else {
 				c.fail(path, n.Line, "%q is out of range for an integer", n.Value)
 			}
+			return false
 		}
 	case reflect.Float64:
 		var f float64
 		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") || n.Decode(&f) != nil ||
 			math.IsNaN(f) || math.IsInf(f, 0) {
 			c.fail(path, n.Line, "%s is not a number", kindName(n))
+			return false
 		}
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			c.fail(path, n.Line, "expected a string, got %s", kindName(n))
+			return false
 		}
 	default:
 		c.fail(path, n.Line, "internal error: no schema check for %s", t)
+		return false
 	}
+	return true
 }
 
 func maxUint(t reflect.Type) uint64 {
@@ -274,7 +346,7 @@ func maxUint(t reflect.Type) uint64 {
 	return 1<<64 - 1
 }
 
-func (c *checker) walkStruct(path string, n *yaml.Node, t reflect.Type) {
+func (c *checker) walkStruct(path string, n *yaml.Node, t reflect.Type) bool {
 	keys := structKeys(t)
 	names := make([]string, len(keys))
 	for i, k := range keys {
@@ -283,22 +355,25 @@ func (c *checker) walkStruct(path string, n *yaml.Node, t reflect.Type) {
 	allowed := strings.Join(names, ", ")
 	if n.Kind != yaml.MappingNode {
 		c.fail(path, n.Line, "expected a mapping, got %s (allowed keys: %s)", kindName(n), allowed)
-		return
+		return false
 	}
 	first := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
 			c.fail(path, k.Line, "keys must be plain names, got %s (allowed keys: %s)", kindName(k), allowed)
+			c.drop[k] = true
 			continue
 		}
 		if k.Value == "<<" && k.ShortTag() == "!!merge" {
 			c.fail(joinPath(path, "<<"), k.Line, "YAML merge keys are not supported (use an alias for the whole value, e.g. ecn: *common_ecn)")
+			c.drop[k] = true
 			continue
 		}
 		kp := joinPath(path, k.Value)
 		if l, dup := first[k.Value]; dup {
 			c.fail(kp, k.Line, "duplicate key (first set on line %d)", l)
+			c.drop[k] = true
 			continue
 		}
 		first[k.Value] = k.Line
@@ -313,12 +388,17 @@ func (c *checker) walkStruct(path string, n *yaml.Node, t reflect.Type) {
 			msg := fmt.Sprintf("unknown key %q", k.Value)
 			if s := suggest(k.Value, names); s != "" {
 				msg += fmt.Sprintf(", did you mean %q?", s)
+				c.covered = append(c.covered, joinPath(path, s))
 			}
 			c.fail(kp, k.Line, "%s (allowed keys: %s)", msg, allowed)
+			c.drop[k] = true
 			continue
 		}
-		c.walk(kp, v, ft, k.Line)
+		if !c.walk(kp, v, ft, k.Line) {
+			c.drop[k] = true
+		}
 	}
+	return true
 }
 
 // suggest returns the allowed name closest to key if it is a likely typo.

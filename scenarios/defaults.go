@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"github.com/besim/besim/units"
 	"strconv"
 
 	"github.com/besim/besim/sim"
@@ -13,20 +14,20 @@ import (
 // default never replaces something the user wrote. Booleans whose default
 // is true are pointers for the same reason.
 const (
-	defaultLinkRate        = 25 * Gbps
-	defaultLinkDelay       = Duration(sim.Microsecond)
-	defaultBuffer          = 12 * MiB
-	defaultScheduler       = Strict
-	defaultDWRRWeight      = 1
-	defaultPFCQuanta       = 65535
-	defaultWatchdogDetect  = Duration(100 * sim.Millisecond)
-	defaultWatchdogRestore = Duration(100 * sim.Millisecond)
-	defaultECNPmax         = Fraction(0.01)
-	defaultMTU             = 1024 * Byte
-	defaultXONOffsetMTUs   = 2 // xon_offset = 2 x hosts.mtu
-	defaultSampleInterval  = Duration(10 * sim.Microsecond)
-	defaultFlowCount       = 1
-	defaultOutputRoot      = "out"
+	defaultLinkRate        Rate = 25 * units.Gbps
+	defaultLinkDelay            = Duration(sim.Microsecond)
+	defaultBuffer               = 12 * MiB
+	defaultScheduler            = Strict
+	defaultDWRRWeight           = 1
+	defaultPFCQuanta            = 65535
+	defaultWatchdogDetect       = Duration(100 * sim.Millisecond)
+	defaultWatchdogRestore      = Duration(100 * sim.Millisecond)
+	defaultECNPmax              = Fraction(0.01)
+	defaultMTU                  = 1024 * Byte
+	defaultXONOffsetMTUs        = 2 // xon_offset = 2 x hosts.mtu
+	defaultSampleInterval       = Duration(10 * sim.Microsecond)
+	defaultFlowCount            = 1
+	defaultOutputRoot           = "out"
 )
 
 var (
@@ -37,34 +38,34 @@ var (
 // Simulated RNIC defaults: rnic.DefaultConfig (whose package doc gives the
 // source of each value). experiment's tests check that they agree.
 const (
-	defaultNIC            = RawNIC
-	defaultCC             = CCNone
-	defaultPayload        = SizesOnly
-	defaultWQECost        = Duration(130 * sim.Nanosecond)
-	defaultPacketCost     = Duration(5 * sim.Nanosecond)
-	defaultUnits          = 16
-	defaultCQECost        = Duration(20 * sim.Nanosecond)
-	defaultQPCacheEntries = 1024
-	defaultRxBuffer       = 512 * KiB
-	defaultAckReqEvery    = 16
-	defaultCNPPrio        = 6
-	defaultPCIeBandwidth  = 212 * Gbps
-	defaultPCIeRead       = Duration(500 * sim.Nanosecond)
-	defaultPCIeWrite      = Duration(250 * sim.Nanosecond)
-	defaultMMIO           = Duration(150 * sim.Nanosecond)
-	defaultLockFreeDB     = 64
-	defaultSharedDB       = 12
-	defaultPostSend       = Duration(40 * sim.Nanosecond)
-	defaultPostSendPerWQE = Duration(20 * sim.Nanosecond)
-	defaultDoorbell       = Duration(150 * sim.Nanosecond)
-	defaultPostRecv       = Duration(20 * sim.Nanosecond)
-	defaultPostRecvPerWQE = Duration(10 * sim.Nanosecond)
-	defaultPoll           = Duration(15 * sim.Nanosecond)
-	defaultPollPerCQE     = Duration(10 * sim.Nanosecond)
-	defaultLockAcquire    = Duration(10 * sim.Nanosecond)
-	defaultLockTransfer   = Duration(150 * sim.Nanosecond)
-	defaultRegMR          = Duration(5 * sim.Microsecond)
-	defaultRegMRPerPage   = Duration(250 * sim.Nanosecond)
+	defaultNIC                 = RawNIC
+	defaultCC                  = CCNone
+	defaultPayload             = SizesOnly
+	defaultWQECost             = Duration(130 * sim.Nanosecond)
+	defaultPacketCost          = Duration(5 * sim.Nanosecond)
+	defaultUnits               = 16
+	defaultCQECost             = Duration(20 * sim.Nanosecond)
+	defaultQPCacheEntries      = 1024
+	defaultRxBuffer            = 512 * KiB
+	defaultAckReqEvery         = 16
+	defaultCNPPrio             = 6
+	defaultPCIeBandwidth  Rate = 212 * units.Gbps
+	defaultPCIeRead            = Duration(500 * sim.Nanosecond)
+	defaultPCIeWrite           = Duration(250 * sim.Nanosecond)
+	defaultMMIO                = Duration(150 * sim.Nanosecond)
+	defaultLockFreeDB          = 64
+	defaultSharedDB            = 12
+	defaultPostSend            = Duration(40 * sim.Nanosecond)
+	defaultPostSendPerWQE      = Duration(20 * sim.Nanosecond)
+	defaultDoorbell            = Duration(150 * sim.Nanosecond)
+	defaultPostRecv            = Duration(20 * sim.Nanosecond)
+	defaultPostRecvPerWQE      = Duration(10 * sim.Nanosecond)
+	defaultPoll                = Duration(15 * sim.Nanosecond)
+	defaultPollPerCQE          = Duration(10 * sim.Nanosecond)
+	defaultLockAcquire         = Duration(10 * sim.Nanosecond)
+	defaultLockTransfer        = Duration(150 * sim.Nanosecond)
+	defaultRegMR               = Duration(5 * sim.Microsecond)
+	defaultRegMRPerPage        = Duration(250 * sim.Nanosecond)
 	// QP attributes the runner's application sets (those of perftest).
 	defaultQPTimeout   = 14 // 4.096 us x 2^14 = 67 ms
 	defaultRetryCnt    = 7
@@ -72,14 +73,14 @@ const (
 	defaultMinRNRTimer = 12 // 0.64 ms
 
 	// DCQCN: dcqcn.DefaultConfig and dcqcn.DefaultCNPInterval.
-	defaultAlphaTimer   = Duration(55 * sim.Microsecond)
-	defaultRateTimer    = Duration(55 * sim.Microsecond)
-	defaultByteCounter  = 10 * MB
-	defaultFastRecovery = 5
-	defaultAIRate       = 5 * Mbps
-	defaultHAIRate      = 50 * Mbps
-	defaultMinRate      = 100 * Mbps
-	defaultCNPInterval  = Duration(50 * sim.Microsecond)
+	defaultAlphaTimer        = Duration(55 * sim.Microsecond)
+	defaultRateTimer         = Duration(55 * sim.Microsecond)
+	defaultByteCounter       = 10 * MB
+	defaultFastRecovery      = 5
+	defaultAIRate       Rate = 5 * units.Mbps
+	defaultHAIRate      Rate = 50 * units.Mbps
+	defaultMinRate      Rate = 100 * units.Mbps
+	defaultCNPInterval       = Duration(50 * sim.Microsecond)
 
 	// rc and ud flows.
 	defaultRCMessage = 64 * KiB // perftest's default message size
@@ -88,45 +89,55 @@ const (
 	defaultOp        = OpWrite
 
 	// Benchmarks.
-	defaultPerfWarmup     = Duration(50 * sim.Microsecond)
-	defaultPerfDuration   = Duration(500 * sim.Microsecond)
-	defaultPerfTxDepth    = 128
-	defaultPerfRxDepth    = 512
-	defaultPerfCQMod      = 100
-	defaultPerfDelay      = Duration(sim.Microsecond)
-	defaultMsgWarmup      = Duration(500 * sim.Microsecond)
-	defaultMsgDuration    = Duration(sim.Millisecond)
-	defaultMsgThreads     = 8
-	defaultMsgMessage     = 512 * Byte
-	defaultMsgRate        = 200 * Gbps
-	defaultMsgDepth       = 16
-	defaultMsgSignalEvery = 8
-	defaultMsgAppWork     = Duration(150 * sim.Nanosecond)
-	defaultMsgJitter      = Fraction(0.5)
-	defaultFragMessage    = MiB
-	defaultFragDepth      = 8
-	defaultTestbedDelay   = Duration(250 * sim.Nanosecond) // two hosts on one ToR (simhost.DefaultTestbedLinkDelay)
-	defaultHOLWarmup      = Duration(2 * sim.Millisecond)
-	defaultHOLDuration    = Duration(20 * sim.Millisecond)
-	defaultHOLRate        = 25 * Gbps
-	defaultHOLMessage     = 512 * Byte
-	defaultHOLInterval    = Duration(20 * sim.Microsecond)
-	defaultHOLLarge       = MiB
-	defaultHOLDepth       = 2
-	defaultHOLFragment    = 4 * KiB
-	defaultMRWarmup       = Duration(200 * sim.Microsecond)
-	defaultMRDuration     = Duration(sim.Millisecond)
-	defaultMRMessage      = 4 * KiB
-	defaultMRRate         = 100 * Gbps
-	defaultMRDepth        = 16
-	defaultMRBuffers      = 4096
-	defaultMRBlock        = 4 * MiB // bemalloc's block (paper §5.2)
+	defaultPerfWarmup          = Duration(50 * sim.Microsecond)
+	defaultPerfDuration        = Duration(500 * sim.Microsecond)
+	defaultPerfTxDepth         = 128
+	defaultPerfRxDepth         = 512
+	defaultPerfCQMod           = 100
+	defaultPerfDelay           = Duration(sim.Microsecond)
+	defaultMsgWarmup           = Duration(500 * sim.Microsecond)
+	defaultMsgDuration         = Duration(sim.Millisecond)
+	defaultMsgThreads          = 8
+	defaultMsgMessage          = 512 * Byte
+	defaultMsgRate        Rate = 200 * units.Gbps
+	defaultMsgDepth            = 16
+	defaultMsgSignalEvery      = 8
+	defaultMsgAppWork          = Duration(150 * sim.Nanosecond)
+	defaultMsgJitter           = Fraction(0.5)
+	defaultFragMessage         = MiB
+	defaultFragDepth           = 8
+	defaultTestbedDelay        = Duration(250 * sim.Nanosecond) // two hosts on one ToR (simhost.DefaultTestbedLinkDelay)
+	defaultHOLWarmup           = Duration(2 * sim.Millisecond)
+	defaultHOLDuration         = Duration(20 * sim.Millisecond)
+	defaultHOLRate        Rate = 25 * units.Gbps
+	defaultHOLMessage          = 512 * Byte
+	defaultHOLInterval         = Duration(20 * sim.Microsecond)
+	defaultHOLLarge            = MiB
+	defaultHOLDepth            = 2
+	defaultHOLFragment         = 4 * KiB
+	defaultPingWarmup          = Duration(200 * sim.Microsecond)
+	defaultPingDuration        = Duration(2 * sim.Millisecond)
+	defaultPingResponse        = 32 * Byte // the paper's §5.5 response size
+	defaultPeakWarmup          = Duration(2 * sim.Millisecond)
+	defaultPeakDuration        = Duration(5 * sim.Millisecond)
+	defaultMRWarmup            = Duration(200 * sim.Microsecond)
+	defaultMRDuration          = Duration(sim.Millisecond)
+	defaultMRMessage           = 4 * KiB
+	defaultMRRate         Rate = 100 * units.Gbps
+	defaultMRDepth             = 16
+	defaultMRBuffers           = 4096
+	defaultMRBlock             = 4 * MiB // bemalloc's block (paper §5.2)
+	// defaultPeakFragment: Figure 10's largest fragment, which the model
+	// needs at 100 Gb/s and above to come near the line (fragsizesim).
+	defaultPeakFragment = 64 * KiB
 )
 
 var (
-	defaultFragRates  = []Rate{25 * Gbps, 100 * Gbps}
+	defaultFragRates  = []Rate{25 * units.Gbps, 100 * units.Gbps}
 	defaultFragSizes  = []Size{512, KiB, 2 * KiB, 4 * KiB, 8 * KiB, 16 * KiB, 32 * KiB, 64 * KiB}
 	defaultLargeFlows = []int{0, 1, 2, 4, 8}
+	// defaultPingMessages: the paper's Figure 8 range, 32 B to 16 KB.
+	defaultPingMessages = []Size{32, 64, 128, 256, 512, KiB, 2 * KiB, 4 * KiB, 8 * KiB, 16 * KiB}
 )
 
 var (
@@ -160,7 +171,8 @@ func def[T comparable](d *defaulter, path string, field *T, value T) {
 	}
 	if d.s.present(path) {
 		d.errs.add(d.s.Errorf(path, "%s is not allowed (omit the key for the default, %s)", show(*field), show(value)))
-		return
+		// Defaulted all the same, so that what derives from it (host_rate
+		// from rate) is not reported too.
 	}
 	*field = value
 }
@@ -403,7 +415,11 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.message", &b.Message, defaultMsgMessage)
 		def(d, "benchmark.rate", &b.Rate, defaultMsgRate)
 		def(d, "benchmark.depth", &b.Depth, defaultMsgDepth)
-		def(d, "benchmark.signal_every", &b.SignalEvery, min(defaultMsgSignalEvery, max(b.Depth, 1)))
+		if b.Through == ThroughCore {
+			def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		} else {
+			def(d, "benchmark.signal_every", &b.SignalEvery, min(defaultMsgSignalEvery, max(b.Depth, 1)))
+		}
 		def(d, "benchmark.app_work", &b.AppWork, defaultMsgAppWork)
 		def(d, "benchmark.jitter", &b.Jitter, defaultMsgJitter)
 	case Fragsize:
@@ -427,6 +443,27 @@ func (d *defaulter) benchmark() {
 			def(d, "benchmark.warmup", &b.Warmup, Duration(20*msg))
 		}
 		def(d, "benchmark.depth", &b.Depth, defaultFragDepth)
+		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+	case PingPong:
+		def(d, "duration", &s.Duration, defaultPingDuration)
+		def(d, "benchmark.warmup", &b.Warmup, defaultPingWarmup)
+		if len(b.Messages) == 0 && !s.present("benchmark.messages") {
+			b.Messages = append([]Size(nil), defaultPingMessages...)
+		}
+		def(d, "benchmark.response", &b.Response, defaultPingResponse)
+		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+	case Peak:
+		def(d, "duration", &s.Duration, defaultPeakDuration)
+		def(d, "benchmark.warmup", &b.Warmup, defaultPeakWarmup)
+		if len(b.Transports) == 0 && !s.present("benchmark.transports") {
+			b.Transports = append([]Transport(nil), defaultPerfTrans...)
+		}
+		def(d, "benchmark.tx_depth", &b.TxDepth, defaultPerfTxDepth)
+		def(d, "benchmark.rx_depth", &b.RxDepth, defaultPerfRxDepth)
+		def(d, "benchmark.cq_mod", &b.CQMod, min(defaultPerfCQMod, max(b.TxDepth, 1)))
+		def(d, "benchmark.message", &b.Message, defaultFragMessage)
+		def(d, "benchmark.depth", &b.Depth, defaultFragDepth)
+		def(d, "benchmark.fragment", &b.Fragment, defaultPeakFragment)
 		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
 	case HOL:
 		def(d, "duration", &s.Duration, defaultHOLDuration)

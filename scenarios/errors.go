@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -56,17 +57,71 @@ func (l ErrorList) Unwrap() []error {
 	return out
 }
 
-// maxErrors bounds how many problems one load reports.
-const maxErrors = 50
+// maxErrors bounds how many problems one load reports: the first maxErrors
+// by line, then one "and N more problems" entry.
+const maxErrors = 20
+
+// maxCollected bounds how many problems a load keeps while it runs.
+const maxCollected = 10_000
 
 func (l *ErrorList) add(e *Error) {
-	if len(*l) < maxErrors {
+	if len(*l) < maxCollected {
 		*l = append(*l, e)
 	}
 }
 
+// overlaps reports whether fields a and b are the same, or one is inside
+// the other ("fabric.links" and "fabric.links.rate", "flows" and
+// "flows[2].src"). The empty field (the whole document) overlaps all.
+func overlaps(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	if a == "" || a == b {
+		return true
+	}
+	return strings.HasPrefix(b, a) && (b[len(a)] == '.' || b[len(a)] == '[')
+}
+
+// merge appends to l the problems of a later pass whose field is not
+// already reported, nor in covered (a field the schema check refused was
+// left out of the later pass, so what the later pass says of it is an echo;
+// so is "duration: missing" after "duraton: unknown key, did you mean
+// duration?").
+func (l *ErrorList) merge(later error, covered ...string) {
+	if later == nil {
+		return
+	}
+	var list ErrorList
+	var one *Error
+	switch {
+	case errors.As(later, &list):
+	case errors.As(later, &one):
+		list = ErrorList{one}
+	default:
+		l.add(&Error{Msg: later.Error()})
+		return
+	}
+	earlier := len(*l)
+next:
+	for _, e := range list {
+		for _, f := range (*l)[:earlier] {
+			if overlaps(e.Field, f.Field) {
+				continue next
+			}
+		}
+		for _, f := range covered {
+			if overlaps(e.Field, f) {
+				continue next
+			}
+		}
+		l.add(e)
+	}
+}
+
 // err returns nil, the single *Error, or the list sorted by line (stable,
-// so problems on one line keep the order they were found in).
+// so problems on one line keep the order they were found in), cut to the
+// first maxErrors with a last entry "and N more problems".
 func (l ErrorList) err() error {
 	switch len(l) {
 	case 0:
@@ -82,7 +137,22 @@ func (l ErrorList) err() error {
 		}
 		return li < lj
 	})
+	if len(out) > maxErrors {
+		more, least := len(out)-maxErrors, ""
+		if len(out) >= maxCollected {
+			least = "at least "
+		}
+		out = append(out[:maxErrors:maxErrors], &Error{File: out[0].File,
+			Msg: fmt.Sprintf("and %s%d more problem%s (the first %d by line are shown)", least, more, plural(more), maxErrors)})
+	}
 	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)

@@ -77,21 +77,21 @@ func (d *LossDirection) UnmarshalYAML(n *yaml.Node) error {
 // Fault is one injected failure. Its target is a host (for link faults:
 // the host's access link) or a switch port's link (switch and port).
 type Fault struct {
-	Kind     FaultKind `yaml:"kind"`
-	At       Duration  `yaml:"at"`
-	Host     *int      `yaml:"host,omitempty"`
-	Switch   *int      `yaml:"switch,omitempty"`
-	Port     *int      `yaml:"port,omitempty"`
-	Duration Duration  `yaml:"duration,omitempty"`
-	Period   Duration  `yaml:"period,omitempty"`
-	Count    int       `yaml:"count,omitempty"`
-	Drop     Fraction  `yaml:"drop,omitempty"`
-	Corrupt  Fraction  `yaml:"corrupt,omitempty"`
-	Prio     *int      `yaml:"prio,omitempty"`
+	Kind     FaultKind `yaml:"kind"`               // the failure: link-down, link-up, link-flap, loss, host-crash, qp-error or pfc-storm
+	At       Duration  `yaml:"at"`                 // when it happens, from the start of the measured interval
+	Host     *int      `yaml:"host,omitempty"`     // the target host (for link faults: its access link)
+	Switch   *int      `yaml:"switch,omitempty"`   // the target switch (with port): the link on that switch port
+	Port     *int      `yaml:"port,omitempty"`     // the port of switch whose link is the target
+	Duration Duration  `yaml:"duration,omitempty"` // how long it lasts (0: until undone, or to the end)
+	Period   Duration  `yaml:"period,omitempty"`   // link-flap: time between the starts of two flaps
+	Count    int       `yaml:"count,omitempty"`    // link-flap: how many flaps
+	Drop     Fraction  `yaml:"drop,omitempty"`     // loss: probability that a frame it hits is lost
+	Corrupt  Fraction  `yaml:"corrupt,omitempty"`  // loss: probability that a frame it hits is discarded for a bad FCS
+	Prio     *int      `yaml:"prio,omitempty"`     // loss: the priority hit (default every one); pfc-storm: the priority paused (default 3)
 	// Loss only; left out they mean all and both (not filled in, so that
 	// a scenario without them prints as written).
-	Frames    LossFrames    `yaml:"frames,omitempty"`
-	Direction LossDirection `yaml:"direction,omitempty"`
+	Frames    LossFrames    `yaml:"frames,omitempty"`    // which frames: all, or data only
+	Direction LossDirection `yaml:"direction,omitempty"` // which way: both, out (sent by the target) or in
 }
 
 // faultKeys are the keys each kind uses besides kind and at.

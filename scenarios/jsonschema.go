@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -82,6 +83,7 @@ var scalarSchemas = map[reflect.Type]map[string]any{
 	reflect.TypeFor[Scheduler]():         enumSchema(schedulers),
 	reflect.TypeFor[NICModel]():          enumSchema(nicModels),
 	reflect.TypeFor[Transport]():         enumSchema(transports),
+	reflect.TypeFor[MsgRateThrough]():    enumSchema(msgRateThroughs),
 	reflect.TypeFor[Op]():                enumSchema(ops),
 	reflect.TypeFor[CCKind]():            enumSchema(ccKinds),
 	reflect.TypeFor[PayloadMode]():       enumSchema(payloadModes),
@@ -163,6 +165,10 @@ func (g *schemaGen) structRef(t reflect.Type, path string) (map[string]any, erro
 		if err != nil {
 			return nil, err
 		}
+		if d := fieldDocs[t.Name()+"."+f.name]; d != "" {
+			s = maps.Clone(s)
+			s["description"] = d
+		}
 		props[f.key] = s
 	}
 	g.defs[name] = map[string]any{"type": "object", "properties": props, "additionalProperties": false}
@@ -174,8 +180,9 @@ func (g *schemaGen) structRef(t reflect.Type, path string) (map[string]any, erro
 // CheckSchema checks a decoded YAML or JSON value (maps, lists, strings,
 // numbers, booleans, as yaml.v3 or encoding/json decode into any) against
 // the subset of JSON Schema that JSONSchema writes: $ref into $defs, type,
-// enum, properties, additionalProperties false, items, minItems, minimum
-// and anyOf. It returns one message per problem, each with the key path.
+// enum, properties, required, additionalProperties false, items, minItems,
+// minimum and anyOf (JSONSchema writes no required; report's result schema
+// does). It returns one message per problem, each with the key path.
 func CheckSchema(schema map[string]any, v any) []string {
 	c := &schemaChecker{root: schema}
 	c.check(schema, v, "")
@@ -333,6 +340,11 @@ func (c *schemaChecker) check(s map[string]any, v any, path string) {
 				continue
 			}
 			c.check(ps, x[k], joinPath(path, k))
+		}
+		for _, k := range toList(s["required"]) {
+			if _, ok := x[fmt.Sprint(k)]; !ok {
+				c.failf(joinPath(path, fmt.Sprint(k)), "missing (required)")
+			}
 		}
 	case []any:
 		if n, ok := toFloat(s["minItems"]); ok && float64(len(x)) < n {

@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"errors"
+	"fmt"
+	"github.com/besim/besim/units"
 	"strings"
 	"testing"
 )
@@ -266,10 +268,78 @@ func TestMultipleErrors(t *testing.T) {
 	if err.Error() != strings.Join(want, "\n") {
 		t.Errorf("joined text:\n%s", err)
 	}
-	// Unknown keys are all reported too, and stop before validation.
+	// Unknown keys are all reported too, with what validation finds in
+	// the rest of the file, in one pass, by line.
 	_, err = Parse("t.yaml", []byte("name: t\nfoo: 1\nbar: 2\n"))
-	if !errors.As(err, &list) || len(list) != 2 || list[1].Line != 3 {
+	if !errors.As(err, &list) || len(list) != 5 || list[3].Line != 2 || list[4].Line != 3 ||
+		list[0].Field != "duration" || list[1].Field != "fabric.topology.kind" || list[2].Field != "flows" {
 		t.Errorf("unknown keys: %v", err)
+	}
+}
+
+// TestErrorsInOnePass: a file with schema errors (an unknown key, a bad
+// unit, a string for an integer) and semantic errors elsewhere (kmin above
+// kmax, a flow to itself) reports all of them at once, sorted by line, and
+// nothing more: the refused fields' echoes (rate refused, so host_rate
+// would default to 0; "duration" missing after the typo "duraton") are
+// left out.
+func TestErrorsInOnePass(t *testing.T) {
+	text := edit(t, "kmin: 5KB", "kmin: 300KB")
+	text = strings.Replace(text, "dst: 1,", "dst: 0,", 1)
+	text = strings.Replace(text, "rate: 25Gbps", "rate: 25Gbs", 1)
+	text = strings.Replace(text, "duration: 2ms", "duraton: 2ms", 1)
+	text = strings.Replace(text, "hosts: 4}", "hosts: 4}\n  spinez: 2", 1)
+	text = strings.Replace(text, "sample_interval: 10us", "sample_interval: 10us, warmup: many", 1)
+	_, err := Parse("t.yaml", []byte(text))
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("want an ErrorList, got %T: %v", err, err)
+	}
+	want := []string{
+		`t.yaml:2: duraton: unknown key "duraton", did you mean "duration"?`,
+		`t.yaml:5: fabric.spinez: unknown key "spinez"`,
+		`t.yaml:7: fabric.links.rate: "25Gbs" is not a rate`,
+		`t.yaml:14: fabric.priorities[0].ecn.kmin: 300KB is above kmax 200KB (need kmin <= kmax)`,
+		`t.yaml:16: flows[0].dst: host 0 would send to itself`,
+		`t.yaml:17: outputs.warmup: "many" is not a duration`,
+	}
+	if len(list) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(list), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(list[i].Error(), w) {
+			t.Errorf("error %d\n got: %s\nwant: %s...", i, list[i], w)
+		}
+	}
+}
+
+// TestErrorCap: past maxErrors problems, the first maxErrors by line are
+// shown and one last entry counts the rest.
+func TestErrorCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: t\n")
+	const n = maxErrors + 7
+	for i := range n {
+		fmt.Fprintf(&b, "unknown%d: 1\n", i)
+	}
+	_, err := Parse("t.yaml", []byte(b.String()))
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("want an ErrorList, got %T: %v", err, err)
+	}
+	if len(list) != maxErrors+1 {
+		t.Fatalf("got %d entries, want %d:\n%v", len(list), maxErrors+1, err)
+	}
+	for i := 1; i < maxErrors; i++ {
+		if list[i].Line < list[i-1].Line {
+			t.Errorf("not sorted by line at %d: %v then %v", i, list[i-1], list[i])
+		}
+	}
+	// duration, fabric.topology.kind and flows are missing (line 1), plus
+	// n unknown keys: n+3 problems, maxErrors shown.
+	last := list[maxErrors].Error()
+	if wantMore := fmt.Sprintf("t.yaml: and %d more problems", n+3-maxErrors); !strings.HasPrefix(last, wantMore) {
+		t.Errorf("last entry %q, want it to start %q", last, wantMore)
 	}
 }
 
@@ -318,9 +388,9 @@ func TestDefaults(t *testing.T) {
 		got, want any
 	}{
 		{"version", s.Version, 1},
-		{"rate", f.Links.Rate, 25 * Gbps},
-		{"host_rate", f.Links.HostRate, 25 * Gbps},
-		{"uplink_rate", f.Links.UplinkRate, 25 * Gbps},
+		{"rate", f.Links.Rate, Rate(25 * units.Gbps)},
+		{"host_rate", f.Links.HostRate, Rate(25 * units.Gbps)},
+		{"uplink_rate", f.Links.UplinkRate, Rate(25 * units.Gbps)},
 		{"delay", f.Links.Delay.String(), "1us"},
 		{"buffer", f.Switch.Buffer, 12 * MiB},
 		{"alpha", f.Switch.Alpha, Ratio{1, 8}},
@@ -374,7 +444,7 @@ func TestBuiltInGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	fl := s.ExpandFlows()
-	if len(fl) != 2 || fl[1].Name != "flow0.0-2" || fl[1].Rate != 25*Gbps {
+	if len(fl) != 2 || fl[1].Name != "flow0.0-2" || fl[1].Rate != 25*units.Gbps {
 		t.Errorf("ExpandFlows: %+v", fl)
 	}
 	s.Flows[0].Dst = HostSet{0}
@@ -401,7 +471,7 @@ func TestExpandFlows(t *testing.T) {
 		t.Errorf("names: %s", got)
 	}
 	f := s.ExpandFlows()[1]
-	if f.Rate != 10*Gbps || f.Size != 1000000 || f.Start.String() != "5us" || f.Group != 0 || f.Prio != 3 {
+	if f.Rate != 10*units.Gbps || f.Size != 1000000 || f.Start.String() != "5us" || f.Group != 0 || f.Prio != 3 {
 		t.Errorf("instance %+v", f)
 	}
 }

@@ -125,18 +125,18 @@ type RNIC struct {
 	Payload PayloadMode `yaml:"payload"` // sizes-only | bytes
 
 	// NIC processing model.
-	WQECost        *Duration `yaml:"wqe_cost"`    // processing-unit time per send WQE, receive WQE consumed or READ served
-	PacketCost     *Duration `yaml:"packet_cost"` // NIC-wide TX and RX pipeline time per packet (the packet-rate limit)
-	Units          int       `yaml:"units"`       // processing units; QP n runs on unit n mod units
-	CQECost        *Duration `yaml:"cqe_cost"`    // processing-unit time per CQE written
-	QPCacheEntries int       `yaml:"qp_cache_entries"`
-	RxBuffer       Size      `yaml:"rx_buffer"`     // receive packet buffer; arrivals beyond it drop
-	AckReqEvery    int       `yaml:"ack_req_every"` // ACK requested every N packets of long messages (and on each last one)
-	CNPPrio        *int      `yaml:"cnp_prio"`      // 802.1p priority of CNPs
+	WQECost        *Duration `yaml:"wqe_cost"`         // processing-unit time per send WQE, receive WQE consumed or READ served
+	PacketCost     *Duration `yaml:"packet_cost"`      // NIC-wide TX and RX pipeline time per packet (the packet-rate limit)
+	Units          int       `yaml:"units"`            // processing units; QP n runs on unit n mod units
+	CQECost        *Duration `yaml:"cqe_cost"`         // processing-unit time per CQE written
+	QPCacheEntries int       `yaml:"qp_cache_entries"` // QP context cache entries (LRU); a miss costs one pcie.read_latency
+	RxBuffer       Size      `yaml:"rx_buffer"`        // receive packet buffer; arrivals beyond it drop
+	AckReqEvery    int       `yaml:"ack_req_every"`    // ACK requested every N packets of long messages (and on each last one)
+	CNPPrio        *int      `yaml:"cnp_prio"`         // 802.1p priority of CNPs
 
-	PCIe      PCIe      `yaml:"pcie"`
-	Doorbells Doorbells `yaml:"doorbells"`
-	CPU       RNICCPU   `yaml:"cpu"`
+	PCIe      PCIe      `yaml:"pcie"`         // the host interface of the NIC
+	Doorbells Doorbells `yaml:"doorbells"`    // the doorbell registers per verbs context
+	CPU       RNICCPU   `yaml:"cpu"`          // CPU costs of provider calls, charged to the calling I/O thread
 	QP        QPAttrs   `yaml:"qp,omitempty"` // rc/ud flows only (benchmarks set their own)
 	// MRCache turns on the NIC's memory translation caches (rnic
 	// Config.MPTCacheEntries and MTTCacheEntries); absent, they are not
@@ -150,10 +150,10 @@ type RNIC struct {
 // (pcie.read_latency). 0 entries leaves that cache out. No key has a
 // default filled in: ways 0 means 8, page 0 means 4KiB.
 type MRCache struct {
-	MPTEntries int  `yaml:"mpt_entries,omitempty"`
-	MTTEntries int  `yaml:"mtt_entries,omitempty"`
-	Ways       int  `yaml:"ways,omitempty"`
-	Page       Size `yaml:"page,omitempty"`
+	MPTEntries int  `yaml:"mpt_entries,omitempty"` // MPT cache entries, one per memory region (0: not modelled)
+	MTTEntries int  `yaml:"mtt_entries,omitempty"` // MTT cache entries, one per translated page (0: not modelled)
+	Ways       int  `yaml:"ways,omitempty"`        // associativity of both caches (0: 8)
+	Page       Size `yaml:"page,omitempty"`        // translation page size, a power of two 4KiB..1GiB (0: 4KiB)
 }
 
 // PCIe is the host interface of the NIC.
@@ -171,8 +171,8 @@ type PCIe struct {
 // without a lock; later QPs share Shared registers under a spin lock,
 // across threads, unless they were created in a thread domain.
 type Doorbells struct {
-	LockFree *int `yaml:"lock_free"`
-	Shared   int  `yaml:"shared"`
+	LockFree *int `yaml:"lock_free"` // dedicated doorbell registers: the first N QPs get one each, rung without a lock
+	Shared   int  `yaml:"shared"`    // shared doorbell registers the later QPs share under a spin lock
 }
 
 // RNICCPU are the CPU costs of provider calls, charged to the I/O thread
@@ -181,14 +181,14 @@ type RNICCPU struct {
 	PostSend       *Duration `yaml:"post_send"`         // ibv_post_send fixed part
 	PostSendPerWQE *Duration `yaml:"post_send_per_wqe"` // building one send WQE
 	Doorbell       *Duration `yaml:"doorbell"`          // doorbell record + BlueFlame write (under the bfreg lock)
-	PostRecv       *Duration `yaml:"post_recv"`
-	PostRecvPerWQE *Duration `yaml:"post_recv_per_wqe"`
-	Poll           *Duration `yaml:"poll"`
-	PollPerCQE     *Duration `yaml:"poll_per_cqe"`
-	LockAcquire    *Duration `yaml:"lock_acquire"`  // uncontended spin-lock acquire
-	LockTransfer   *Duration `yaml:"lock_transfer"` // the lock's cache line moving from another core
-	RegMR          *Duration `yaml:"reg_mr"`        // ibv_reg_mr fixed cost
-	RegMRPerPage   *Duration `yaml:"reg_mr_per_page"`
+	PostRecv       *Duration `yaml:"post_recv"`         // ibv_post_recv fixed part
+	PostRecvPerWQE *Duration `yaml:"post_recv_per_wqe"` // one receive WQE
+	Poll           *Duration `yaml:"poll"`              // ibv_poll_cq fixed part
+	PollPerCQE     *Duration `yaml:"poll_per_cqe"`      // reading one CQE
+	LockAcquire    *Duration `yaml:"lock_acquire"`      // uncontended spin-lock acquire
+	LockTransfer   *Duration `yaml:"lock_transfer"`     // the lock's cache line moving from another core
+	RegMR          *Duration `yaml:"reg_mr"`            // ibv_reg_mr fixed cost
+	RegMRPerPage   *Duration `yaml:"reg_mr_per_page"`   // ibv_reg_mr cost per 4 KiB page
 }
 
 // QPAttrs are the RC QP attributes the runner's application sets (ibverbs
@@ -238,18 +238,47 @@ const (
 	// flow's latency on an engine shared with large flows, with and without
 	// fragmentation.
 	HOL BenchmarkKind = "hol"
+	// PingPong is ByteExpress latency with one message outstanding (paper
+	// §5.5, Figure 8): one socket between two hosts on one switch, a
+	// message of each size answered with a response, the next sent when
+	// the answer arrives.
+	PingPong BenchmarkKind = "pingpong"
+	// Peak is ByteExpress peak throughput beside RC and UD perftest at
+	// each link-rate/MTU point (paper §5.5, Figure 9): one engine sending
+	// large messages, each answered with 32 bytes, and ib_send_bw.
+	Peak BenchmarkKind = "peak"
 	// MRCacheBench is the memory-registration benchmark (paper §5.2): the
 	// same WRITE traffic from buffers registered in blocks, one region per
 	// buffer, or per message, against the NIC's translation caches.
 	MRCacheBench BenchmarkKind = "mrcache"
 )
 
-var benchmarkKinds = []string{string(Perftest), string(MsgRate), string(Fragsize), string(HOL), string(MRCacheBench)}
+var benchmarkKinds = []string{string(Perftest), string(MsgRate), string(Fragsize), string(HOL), string(PingPong), string(Peak), string(MRCacheBench)}
 
 // RegistrationKinds are the values of benchmark.registrations (mrcache).
 var RegistrationKinds = []string{"block", "buffer", "message"}
 
-// UnmarshalYAML accepts one of perftest, msgrate, fragsize, hol, mrcache.
+// MsgRateThrough is what the msgrate benchmark posts through.
+type MsgRateThrough string
+
+// Msgrate paths.
+const (
+	// ThroughNIC: the I/O threads post RDMA WRITEs on the verbs directly
+	// (the NIC microbenchmark; the default).
+	ThroughNIC MsgRateThrough = "nic"
+	// ThroughCore: the I/O threads are the ByteExpress core's, one engine
+	// (QP) per socket, each message answered with 32 bytes.
+	ThroughCore MsgRateThrough = "core"
+)
+
+var msgRateThroughs = []string{string(ThroughNIC), string(ThroughCore)}
+
+// UnmarshalYAML accepts one of nic, core.
+func (t *MsgRateThrough) UnmarshalYAML(n *yaml.Node) error {
+	return parseEnum(n, (*string)(t), "msgrate path", msgRateThroughs)
+}
+
+// UnmarshalYAML accepts one of perftest, msgrate, fragsize, hol, pingpong, peak, mrcache.
 func (k *BenchmarkKind) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(k), "benchmark kind", benchmarkKinds)
 }
@@ -258,7 +287,7 @@ func (k *BenchmarkKind) UnmarshalYAML(n *yaml.Node) error {
 // simulated NICs (the rnic section's model) back to back on one wire. Only
 // the keys of its Kind may be set, as with topologies.
 type Benchmark struct {
-	Kind   BenchmarkKind `yaml:"kind"`
+	Kind   BenchmarkKind `yaml:"kind"`   // the benchmark: perftest, msgrate, fragsize or hol
 	Warmup Duration      `yaml:"warmup"` // before each point's measured interval (the top-level duration)
 	// Message is the message size: perftest default 64KiB for rc and the
 	// point's MTU for ud; msgrate default 512B.
@@ -268,23 +297,24 @@ type Benchmark struct {
 	// (rate, MTU) is run with every transport in Transports unless the
 	// point names its own.
 	Points     []PerfPoint `yaml:"points,omitempty"`
-	Rates      []Rate      `yaml:"rates,omitempty"`
-	MTUs       []Size      `yaml:"mtus,omitempty"`
-	Transports []Transport `yaml:"transports,omitempty"`
-	TxDepth    int         `yaml:"tx_depth,omitempty"` // sends outstanding (perftest -t)
-	RxDepth    int         `yaml:"rx_depth,omitempty"` // receives posted (perftest -r)
-	CQMod      int         `yaml:"cq_mod,omitempty"`   // one signalled send in cq_mod (perftest --cq-mod)
-	Delay      Duration    `yaml:"delay,omitempty"`    // one-way cable delay
+	Rates      []Rate      `yaml:"rates,omitempty"`      // perftest (with mtus): link rates of the points
+	MTUs       []Size      `yaml:"mtus,omitempty"`       // perftest (with rates): RoCE MTUs of the points
+	Transports []Transport `yaml:"transports,omitempty"` // perftest: transports each point runs with (default rc and ud)
+	TxDepth    int         `yaml:"tx_depth,omitempty"`   // sends outstanding (perftest -t)
+	RxDepth    int         `yaml:"rx_depth,omitempty"`   // receives posted (perftest -r)
+	CQMod      int         `yaml:"cq_mod,omitempty"`     // one signalled send in cq_mod (perftest --cq-mod)
+	Delay      Duration    `yaml:"delay,omitempty"`      // one-way cable delay
 
 	// msgrate.
-	Threads       int      `yaml:"threads,omitempty"`
-	QPs           []int    `yaml:"qps,omitempty"`            // one run per QP count
-	ThreadDomains []bool   `yaml:"thread_domains,omitempty"` // one series per value
-	Rate          Rate     `yaml:"rate,omitempty"`           // link rate
-	Depth         int      `yaml:"depth,omitempty"`          // WRITEs outstanding per QP
-	SignalEvery   int      `yaml:"signal_every,omitempty"`   // one signalled WRITE in this many
-	AppWork       Duration `yaml:"app_work,omitempty"`       // mean per-message CPU work outside verbs
-	Jitter        Fraction `yaml:"jitter,omitempty"`         // app_work spread, uniform +-jitter
+	Through       MsgRateThrough `yaml:"through,omitempty"`        // what the messages are posted through: nic (verbs directly; unset means nic) or core (the ByteExpress core)
+	Threads       int            `yaml:"threads,omitempty"`        // I/O threads posting WRITEs
+	QPs           []int          `yaml:"qps,omitempty"`            // one run per QP count
+	ThreadDomains []bool         `yaml:"thread_domains,omitempty"` // one series per value
+	Rate          Rate           `yaml:"rate,omitempty"`           // link rate
+	Depth         int            `yaml:"depth,omitempty"`          // WRITEs outstanding per QP
+	SignalEvery   int            `yaml:"signal_every,omitempty"`   // one signalled WRITE in this many
+	AppWork       Duration       `yaml:"app_work,omitempty"`       // mean per-message CPU work outside verbs
+	Jitter        Fraction       `yaml:"jitter,omitempty"`         // app_work spread, uniform +-jitter
 
 	// fragsize (rates, message, depth and delay above also apply).
 	Fragments []Size `yaml:"fragments,omitempty"` // one point per fragment size and rate
@@ -300,14 +330,21 @@ type Benchmark struct {
 	Registrations []string `yaml:"registrations,omitempty"` // one point per value: block, buffer, message
 	Buffers       int      `yaml:"buffers,omitempty"`       // message buffers cycled
 	Block         Size     `yaml:"block,omitempty"`         // block region size (registration block)
+	// pingpong (points or rates and mtus, and delay above also apply).
+	Messages []Size `yaml:"messages,omitempty"` // one point per message size
+	Response Size   `yaml:"response,omitempty"` // the answer to every message
+
+	// peak: points or rates and mtus, transports, tx_depth, rx_depth and
+	// cq_mod are the perftest baselines' (their message the perftest
+	// default); message, depth and fragment are ByteExpress's; delay both.
 }
 
 // PerfPoint is one perftest configuration. Transport "" means every one of
 // Benchmark.Transports.
 type PerfPoint struct {
-	Rate      Rate      `yaml:"rate"`
-	MTU       Size      `yaml:"mtu"`
-	Transport Transport `yaml:"transport,omitempty"`
+	Rate      Rate      `yaml:"rate"`                // the link rate
+	MTU       Size      `yaml:"mtu"`                 // the RoCE MTU
+	Transport Transport `yaml:"transport,omitempty"` // rc or ud (default: every one of benchmark.transports)
 }
 
 // PerfRun is one perftest measurement of an expanded benchmark.

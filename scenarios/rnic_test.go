@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"errors"
+	"github.com/besim/besim/units"
 	"strings"
 	"testing"
 )
@@ -145,9 +146,9 @@ func TestRNICErrors(t *testing.T) {
 		{"benchmark with flows", benchYAML, "name: b\n", "name: b\nflows: [{src: 0, dst: 1}]\n",
 			`r.yaml:2: flows: not used with a benchmark (a scenario has either flows or a benchmark)`},
 		{"benchmark kind missing", benchYAML, "  kind: perftest\n", "",
-			`r.yaml:2: benchmark.kind: missing (required; allowed: perftest, msgrate, fragsize, hol, mrcache)`},
+			`r.yaml:2: benchmark.kind: missing (required; allowed: perftest, msgrate, fragsize, hol, pingpong, peak, mrcache)`},
 		{"benchmark bad kind", benchYAML, "kind: perftest", "kind: ib_write_bw",
-			`r.yaml:3: benchmark.kind: "ib_write_bw" is not a benchmark kind (allowed: perftest, msgrate, fragsize, hol, mrcache)`},
+			`r.yaml:3: benchmark.kind: "ib_write_bw" is not a benchmark kind (allowed: perftest, msgrate, fragsize, hol, pingpong, peak, mrcache)`},
 		{"msgrate key on perftest", benchYAML, "  kind: perftest\n", "  kind: perftest\n  threads: 8\n",
 			`r.yaml:4: benchmark.threads: not used by kind perftest (perftest uses: warmup, message, points, rates, mtus, transports, tx_depth, rx_depth, cq_mod, delay)`},
 		{"points and rates", benchYAML, "  kind: perftest\n", "  kind: perftest\n  rates: [25Gbps]\n  mtus: [1024]\n",
@@ -182,8 +183,24 @@ func TestRNICErrors(t *testing.T) {
 			`r.yaml:2: benchmark.message: 8B is too small (at least 16 bytes: the small message carries a sequence number and its send time)`},
 		{"hol large message", "name: h\nbenchmark: {kind: hol, message: 4KiB, large_message: 2KiB}\n", "", "",
 			`r.yaml:2: benchmark.large_message: 2KiB is out of range (allowed: above message 4KiB, at most 64MiB)`},
+		{"signal_every through the core", "name: m\nbenchmark: {kind: msgrate, through: core, signal_every: 4}\n", "", "",
+			`r.yaml:2: benchmark.signal_every: not used by kind msgrate (msgrate uses: warmup, message, through, threads, qps, thread_domains, rate, depth, app_work, jitter, delay)`},
+		{"core message too small", "name: m\nbenchmark: {kind: msgrate, through: core, message: 32}\n", "", "",
+			`r.yaml:2: benchmark.message: 32B is out of range through the core (allowed: 33B, above the 32-byte answer, to 4KiB, the core's small-message limit)`},
+		{"bad msgrate path", "name: m\nbenchmark: {kind: msgrate, through: verbs}\n", "", "",
+			`r.yaml:2: benchmark.through: "verbs" is not a msgrate path (allowed: nic, core)`},
+		{"pingpong without points", "name: p\nbenchmark: {kind: pingpong}\n", "", "",
+			`r.yaml:2: benchmark.points: missing (required: points, e.g. [{rate: 100Gbps, mtu: 4096}], or rates and mtus)`},
+		{"pingpong transport", "name: p\nbenchmark: {kind: pingpong, points: [{rate: 25Gbps, mtu: 1024, transport: rc}]}\n", "", "",
+			`r.yaml:2: benchmark.points[0].transport: not used by kind pingpong (every point runs the kind's own set)`},
+		{"pingpong zero message", "name: p\nbenchmark: {kind: pingpong, rates: [25Gbps], mtus: [1024], messages: [0]}\n", "", "",
+			`r.yaml:2: benchmark.messages[0]: 0B is out of range (allowed: 1B to 64MiB)`},
+		{"peak fragment above message", "name: k\nbenchmark: {kind: peak, points: [{rate: 25Gbps, mtu: 1024}], message: 64KiB, fragment: 1MiB}\n", "", "",
+			`r.yaml:2: benchmark.fragment: 1MiB is out of range (allowed: 64B to the message size 64KiB)`},
+		{"peak raw transport", "name: k\nbenchmark: {kind: peak, points: [{rate: 25Gbps, mtu: 1024}], transports: [raw]}\n", "", "",
+			`r.yaml:2: benchmark.transports[0]: "raw" is not a benchmark transport (allowed: rc, ud)`},
 		{"hol unknown key", "name: h\nbenchmark: {kind: hol, large_flow: [1]}\n", "", "",
-			`r.yaml:2: benchmark.large_flow: unknown key "large_flow", did you mean "large_flows"? (allowed keys: kind, warmup, message, points, rates, mtus, transports, tx_depth, rx_depth, cq_mod, delay, threads, qps, thread_domains, rate, depth, signal_every, app_work, jitter, fragments, large_flows, interval, large_message, fragment, registrations, buffers, block)`},
+			`r.yaml:2: benchmark.large_flow: unknown key "large_flow", did you mean "large_flows"? (allowed keys: kind, warmup, message, points, rates, mtus, transports, tx_depth, rx_depth, cq_mod, delay, through, threads, qps, thread_domains, rate, depth, signal_every, app_work, jitter, fragments, large_flows, interval, large_message, fragment, registrations, buffers, block, messages, response)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -246,7 +263,7 @@ flows:
 		{"units", r.Units, 16},
 		{"qp_cache_entries", r.QPCacheEntries, 1024},
 		{"rx_buffer", r.RxBuffer, 512 * KiB},
-		{"pcie", r.PCIe.Bandwidth, 212 * Gbps},
+		{"pcie", r.PCIe.Bandwidth, Rate(212 * units.Gbps)},
 		{"read latency", r.PCIe.ReadLatency.String(), "500ns"},
 		{"lock free", *r.Doorbells.LockFree, 64},
 		{"shared", r.Doorbells.Shared, 12},
@@ -256,9 +273,9 @@ flows:
 		{"K", d.AlphaTimer.String(), "55us"},
 		{"B", d.ByteCounter, 10 * MB},
 		{"F", *d.FastRecovery, 5},
-		{"R_AI", d.AIRate, 5 * Mbps},
-		{"R_HAI", d.HAIRate, 50 * Mbps},
-		{"min", d.MinRate, 100 * Mbps},
+		{"R_AI", d.AIRate, Rate(5 * units.Mbps)},
+		{"R_HAI", d.HAIRate, Rate(50 * units.Mbps)},
+		{"min", d.MinRate, Rate(100 * units.Mbps)},
 		{"N", d.CNPInterval.String(), "50us"},
 		{"rc transport", s.Flows[0].Transport, RC},
 		{"rc message", s.Flows[0].Message, 64 * KiB},
@@ -275,7 +292,7 @@ flows:
 		}
 	}
 	fl := s.ExpandFlows()
-	if !fl[0].Line || fl[2].Line || fl[2].Rate != 10*Gbps || fl[1].Transport != UD || fl[2].Size != 1000000 {
+	if !fl[0].Line || fl[2].Line || fl[2].Rate != 10*units.Gbps || fl[1].Transport != UD || fl[2].Size != 1000000 {
 		t.Errorf("instances: %+v", fl)
 	}
 	if err := s.ApplyDefaults(); err != nil {
@@ -335,7 +352,7 @@ func TestBenchmarkDefaultsAndRuns(t *testing.T) {
 	}
 	mb := m.Benchmark
 	if m.Duration.String() != "1ms" || mb.Warmup.String() != "500us" || mb.Threads != 8 || len(mb.QPs) != 7 || mb.QPs[6] != 512 ||
-		len(mb.ThreadDomains) != 2 || mb.Message != 512 || mb.Rate != 200*Gbps || mb.Depth != 16 || mb.SignalEvery != 8 ||
+		len(mb.ThreadDomains) != 2 || mb.Message != 512 || mb.Rate != 200*units.Gbps || mb.Depth != 16 || mb.SignalEvery != 8 ||
 		mb.AppWork.String() != "150ns" || mb.Jitter != 0.5 {
 		t.Errorf("msgrate defaults: %s %+v", m.Duration, mb)
 	}

@@ -28,31 +28,31 @@ const SchemaVersion = 1
 // top-level fields; until a section exists its key is an unknown key, hence
 // an error.
 type Scenario struct {
-	Version     int        `yaml:"version"`
-	Name        string     `yaml:"name"`
-	Description string     `yaml:"description,omitempty"`
-	Seed        uint64     `yaml:"seed"`
-	Duration    Duration   `yaml:"duration"`
-	Fabric      Fabric     `yaml:"fabric,omitempty"`
-	Hosts       Hosts      `yaml:"hosts,omitempty"`
-	RNIC        *RNIC      `yaml:"rnic,omitempty"`
-	DCQCN       *DCQCN     `yaml:"dcqcn,omitempty"`
-	Flows       []Flow     `yaml:"flows,omitempty"`
-	Benchmark   *Benchmark `yaml:"benchmark,omitempty"`
-	Workload    *Workload  `yaml:"workload,omitempty"`
-	Faults      []Fault    `yaml:"faults,omitempty"`
-	Outputs     Outputs    `yaml:"outputs"`
+	Version     int        `yaml:"version"`               // schema version; only 1 exists
+	Name        string     `yaml:"name"`                  // names the results directory: letters, digits, ".", "_", "-", at most 64
+	Description string     `yaml:"description,omitempty"` // one line shown by besim list
+	Seed        uint64     `yaml:"seed"`                  // root of every component's random stream: same scenario and seed, byte-identical outputs
+	Duration    Duration   `yaml:"duration"`              // virtual time simulated (> 0, at most 10s); for a benchmark, the measured interval of each point
+	Fabric      Fabric     `yaml:"fabric,omitempty"`      // the network: topology, links, switch, priorities, pfc (not with benchmark)
+	Hosts       Hosts      `yaml:"hosts,omitempty"`       // settings shared by all hosts, including their NIC model (not with benchmark)
+	RNIC        *RNIC      `yaml:"rnic,omitempty"`        // the simulated RDMA NIC (hosts.nic: rnic, or a benchmark)
+	DCQCN       *DCQCN     `yaml:"dcqcn,omitempty"`       // DCQCN parameters; only with rnic.cc: dcqcn
+	Flows       []Flow     `yaml:"flows,omitempty"`       // flows: raw paced streams or RC/UD QP pairs (required unless benchmark or workload)
+	Benchmark   *Benchmark `yaml:"benchmark,omitempty"`   // a perftest, msgrate, fragsize or hol benchmark instead of a fabric with flows
+	Workload    *Workload  `yaml:"workload,omitempty"`    // application traffic over the ByteExpress core instead of flows; the topology is derived from it
+	Faults      []Fault    `yaml:"faults,omitempty"`      // failures injected at given instants
+	Outputs     Outputs    `yaml:"outputs"`               // what a run writes, and where
 
 	src *source // positions of the nodes it was parsed from; nil if built in Go
 }
 
 // Fabric is the network: topology, links, switches, traffic classes, PFC.
 type Fabric struct {
-	Topology   Topology   `yaml:"topology"`
-	Links      Links      `yaml:"links"`
-	Switch     Switch     `yaml:"switch"`
-	Priorities []Priority `yaml:"priorities"`
-	PFC        PFC        `yaml:"pfc"`
+	Topology   Topology   `yaml:"topology"`   // how hosts and switches are wired
+	Links      Links      `yaml:"links"`      // link rates and propagation delay
+	Switch     Switch     `yaml:"switch"`     // the configuration shared by every switch
+	Priorities []Priority `yaml:"priorities"` // the 802.1p traffic classes (default: one lossy class, prio 0)
+	PFC        PFC        `yaml:"pfc"`        // fabric-wide PFC (802.1Qbb) settings
 }
 
 // TopologyKind names a topology family.
@@ -78,11 +78,11 @@ func (k *TopologyKind) UnmarshalYAML(n *yaml.Node) error {
 // fat-tree host h sits in pod h/(K*K/4) under edge switch
 // (h%(K*K/4))/(K/2).
 type Topology struct {
-	Kind         TopologyKind `yaml:"kind"`
-	Hosts        int          `yaml:"hosts,omitempty"`          // star
-	Leaves       int          `yaml:"leaves,omitempty"`         // leaf-spine
-	HostsPerLeaf int          `yaml:"hosts_per_leaf,omitempty"` // leaf-spine
-	Spines       int          `yaml:"spines,omitempty"`         // leaf-spine
+	Kind         TopologyKind `yaml:"kind"`                     // topology family: star, leaf-spine or fat-tree
+	Hosts        int          `yaml:"hosts,omitempty"`          // star: hosts on the one switch (at least 2)
+	Leaves       int          `yaml:"leaves,omitempty"`         // leaf-spine: leaf (ToR) switches (at least 2)
+	HostsPerLeaf int          `yaml:"hosts_per_leaf,omitempty"` // leaf-spine: hosts under each leaf
+	Spines       int          `yaml:"spines,omitempty"`         // leaf-spine: spine switches; every leaf links to every spine
 	K            int          `yaml:"k,omitempty"`              // fat-tree: ports per switch, even
 }
 
@@ -103,9 +103,9 @@ func (t Topology) HostCount() int {
 // host-switch links and UplinkRate to switch-switch links; both default to
 // Rate.
 type Links struct {
-	Rate       Rate     `yaml:"rate"`
-	Delay      Duration `yaml:"delay"`
-	HostRate   Rate     `yaml:"host_rate,omitempty"`
+	Rate       Rate     `yaml:"rate"`                  // rate of every link unless overridden
+	Delay      Duration `yaml:"delay"`                 // propagation delay of every link
+	HostRate   Rate     `yaml:"host_rate,omitempty"`   // rate of host-to-switch links (default rate); also what a flow's rate: line means
 	UplinkRate Rate     `yaml:"uplink_rate,omitempty"` // leaf-spine and fat-tree only
 }
 
@@ -131,7 +131,7 @@ type Switch struct {
 	// Alpha is the egress dynamic threshold: a queue may hold at most
 	// Alpha x (Buffer - total occupancy) bytes; lossy packets above it drop.
 	Alpha     Ratio     `yaml:"alpha"`
-	Scheduler Scheduler `yaml:"scheduler"`
+	Scheduler Scheduler `yaml:"scheduler"` // egress scheduling: strict (priority 7 first) or dwrr
 	// DWRRWeights has one weight per priority 0..7 (dwrr only); a class's
 	// quantum is its weight times the MTU frame.
 	DWRRWeights []int `yaml:"dwrr_weights,omitempty"`
@@ -139,10 +139,10 @@ type Switch struct {
 
 // Priority configures one 802.1p traffic class on every switch port.
 type Priority struct {
-	Prio     int          `yaml:"prio"` // 0..7
-	Lossless bool         `yaml:"lossless"`
-	PFC      *PriorityPFC `yaml:"pfc,omitempty"` // lossless classes only; filled in by defaults
-	ECN      *ECN         `yaml:"ecn,omitempty"` // nil: no ECN marking
+	Prio     int          `yaml:"prio"`          // the 802.1p priority, 0..7; each at most once
+	Lossless bool         `yaml:"lossless"`      // lossless (PFC) rather than lossy (drop); needs fabric.pfc.enabled
+	PFC      *PriorityPFC `yaml:"pfc,omitempty"` // PFC thresholds of this class per (ingress port, priority); lossless classes only
+	ECN      *ECN         `yaml:"ecn,omitempty"` // RED/ECN marking on the egress queues of this class (left out: no marking)
 }
 
 // PriorityPFC is the per-(ingress port, priority) PFC accounting of a
@@ -155,16 +155,16 @@ type PriorityPFC struct {
 	// Exactly one of XON (absolute) and XONOffset (resume at XOFF minus
 	// the offset) is set.
 	XON       Size     `yaml:"xon,omitempty"`
-	XONOffset Size     `yaml:"xon_offset,omitempty"`
-	Headroom  AutoSize `yaml:"headroom"` // reserved per (port, priority) for in-flight bytes after XOFF
+	XONOffset Size     `yaml:"xon_offset,omitempty"` // send XON at xoff minus this offset (default 2 x hosts.mtu when xon is not given)
+	Headroom  AutoSize `yaml:"headroom"`             // reserved per (port, priority) for in-flight bytes after XOFF
 }
 
 // ECN is RED-style marking on an egress queue: no marks below Kmin, a
 // probability rising linearly to Pmax at Kmax, every packet above Kmax.
 type ECN struct {
-	Kmin Size     `yaml:"kmin"`
-	Kmax Size     `yaml:"kmax"`
-	Pmax Fraction `yaml:"pmax"`
+	Kmin Size     `yaml:"kmin"` // no marking below this egress queue depth
+	Kmax Size     `yaml:"kmax"` // every packet above this queue depth is marked; kmin <= kmax <= buffer
+	Pmax Fraction `yaml:"pmax"` // marking probability at kmax, rising linearly from 0 at kmin
 }
 
 // PFC is the fabric-wide 802.1Qbb configuration.
@@ -218,8 +218,8 @@ func (p PFC) RefreshInterval(rate Rate) sim.Time {
 // Detect is declared stormed and its pauses are ignored (and its packets
 // dropped) until Restore has passed without pause.
 type Watchdog struct {
-	Detect  Duration `yaml:"detect"`
-	Restore Duration `yaml:"restore"`
+	Detect  Duration `yaml:"detect"`  // a queue paused continuously this long is declared stormed
+	Restore Duration `yaml:"restore"` // how long a stormed queue ignores pauses before it honours them again
 }
 
 // Hosts is the configuration shared by every host.
@@ -234,26 +234,26 @@ type Hosts struct {
 // Depth messages outstanding; a ud flow is a UD QP pair streaming
 // MTU-sized SENDs.
 type Flow struct {
-	Name      string    `yaml:"name"`
-	Src       HostSet   `yaml:"src"`
-	Dst       HostSet   `yaml:"dst"`
-	Prio      int       `yaml:"prio"`
-	Transport Transport `yaml:"transport"`
-	Rate      FlowRate  `yaml:"rate"`
+	Name      string    `yaml:"name"`              // unique name; instances are named NAME.SRC-DST and #I (default flow<INDEX>)
+	Src       HostSet   `yaml:"src"`               // sending hosts
+	Dst       HostSet   `yaml:"dst"`               // receiving hosts; no host in both src and dst
+	Prio      int       `yaml:"prio"`              // traffic class; must be declared in fabric.priorities
+	Transport Transport `yaml:"transport"`         // raw (paced frames, raw hosts), rc (an RC QP pair) or ud (UD QPs)
+	Rate      FlowRate  `yaml:"rate"`              // raw: pacing rate (line = the host link rate); rc/ud: line (no pacing) or the payload rate messages are posted at
 	Size      Size      `yaml:"size,omitempty"`    // bytes per flow; 0: send until the scenario ends
 	Message   Size      `yaml:"message,omitempty"` // rc/ud: bytes per message (work request)
 	Op        Op        `yaml:"op,omitempty"`      // rc: write or send
 	Depth     int       `yaml:"depth,omitempty"`   // rc/ud: messages outstanding
-	Start     Duration  `yaml:"start"`
-	Count     int       `yaml:"count"` // parallel copies per (src, dst) pair
+	Start     Duration  `yaml:"start"`             // when the flows start; before duration
+	Count     int       `yaml:"count"`             // parallel copies per (src, dst) pair
 }
 
 // Outputs says where and what a run writes.
 type Outputs struct {
-	Dir            string   `yaml:"dir"`
-	JSON           *bool    `yaml:"json"` // default true
-	CSV            *bool    `yaml:"csv"`  // default true
-	SampleInterval Duration `yaml:"sample_interval"`
+	Dir            string   `yaml:"dir"`             // directory the run writes into (default out/NAME)
+	JSON           *bool    `yaml:"json"`            // default true
+	CSV            *bool    `yaml:"csv"`             // default true
+	SampleInterval Duration `yaml:"sample_interval"` // period of the queue-depth and rate time series
 	// Series selects the time series recorded: auto (the default, also
 	// written as an omitted key) the queue-depth series of the deepest
 	// queues and the rate series of the first rc/ud flows; all every switch

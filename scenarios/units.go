@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Human units. Every type here parses the text a person writes in a scenario
@@ -29,29 +30,24 @@ import (
 // Rate is a link or pacing rate in bits per second.
 type Rate int64
 
-// Rate units (SI, bits per second).
-const (
-	BitPerSecond Rate = 1
-	Kbps         Rate = 1000 * BitPerSecond
-	Mbps         Rate = 1000 * Kbps
-	Gbps         Rate = 1000 * Mbps
-	Tbps         Rate = 1000 * Gbps
-)
+// Its units (bits per second: units.Kbps, Mbps, Gbps, Tbps) are package
+// units's.
 
 // Size is a number of bytes.
 type Size int64
 
-// Size units: KB..TB are powers of 1000, KiB..TiB powers of 1024.
+// Size units, typed for the scenario format; their values are package
+// units's (KB..TB powers of 1000, KiB..TiB powers of 1024).
 const (
-	Byte Size = 1
-	KB   Size = 1000 * Byte
-	MB   Size = 1000 * KB
-	GB   Size = 1000 * MB
-	TB   Size = 1000 * GB
-	KiB  Size = 1024 * Byte
-	MiB  Size = 1024 * KiB
-	GiB  Size = 1024 * MiB
-	TiB  Size = 1024 * GiB
+	Byte Size = units.Byte
+	KB   Size = units.KB
+	MB   Size = units.MB
+	GB   Size = units.GB
+	TB   Size = units.TB
+	KiB  Size = units.KiB
+	MiB  Size = units.MiB
+	GiB  Size = units.GiB
+	TiB  Size = units.TiB
 )
 
 // Duration is a span of virtual time (sim.Time, picoseconds). It is a

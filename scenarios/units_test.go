@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"github.com/besim/besim/units"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -17,22 +18,22 @@ func TestParseRate(t *testing.T) {
 		want Rate
 		str  string
 	}{
-		{"25Gbps", 25 * Gbps, "25Gbps"},
-		{"100Gbps", 100 * Gbps, "100Gbps"},
-		{"400Gbps", 400 * Gbps, "400Gbps"},
-		{"10Mbps", 10 * Mbps, "10Mbps"},
-		{"1.5Tbps", 1500 * Gbps, "1.5Tbps"},
-		{"100Kbps", 100 * Kbps, "100Kbps"},
-		{"100kbps", 100 * Kbps, "100Kbps"},
+		{"25Gbps", 25 * units.Gbps, "25Gbps"},
+		{"100Gbps", 100 * units.Gbps, "100Gbps"},
+		{"400Gbps", 400 * units.Gbps, "400Gbps"},
+		{"10Mbps", 10 * units.Mbps, "10Mbps"},
+		{"1.5Tbps", 1500 * units.Gbps, "1.5Tbps"},
+		{"100Kbps", 100 * units.Kbps, "100Kbps"},
+		{"100kbps", 100 * units.Kbps, "100Kbps"},
 		{"1bps", 1, "1bps"},
-		{"2500Mbps", 2500 * Mbps, "2.5Gbps"},
-		{"25 Gbps", 25 * Gbps, "25Gbps"},
-		{" 25Gbps ", 25 * Gbps, "25Gbps"},
-		{"0.5Gbps", 500 * Mbps, "500Mbps"},
-		{".5Gbps", 500 * Mbps, "500Mbps"},
+		{"2500Mbps", 2500 * units.Mbps, "2.5Gbps"},
+		{"25 Gbps", 25 * units.Gbps, "25Gbps"},
+		{" 25Gbps ", 25 * units.Gbps, "25Gbps"},
+		{"0.5Gbps", 500 * units.Mbps, "500Mbps"},
+		{".5Gbps", 500 * units.Mbps, "500Mbps"},
 		{"0", 0, "0bps"},
 		{"0Gbps", 0, "0bps"},
-		{"9223372Tbps", 9223372 * Tbps, "9223372Tbps"},
+		{"9223372Tbps", 9223372 * units.Tbps, "9223372Tbps"},
 		{"1.234567891Gbps", 1234567891, "1.234567891Gbps"},
 	}
 	for _, c := range good {
@@ -396,7 +397,7 @@ func TestUnmarshalYAMLLine(t *testing.T) {
 	if err := yaml.Unmarshal([]byte("a: 25Gbps\nb: 4KiB\nc: 10us\nd: 1%\ne: 1/8\nf: [0, 2-3]\n"), &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.A != 25*Gbps || v.B != 4*KiB || v.C != Duration(10*sim.Microsecond) || v.D != 0.01 || v.E != (Ratio{1, 8}) || !equalInts(v.F, []int{0, 2, 3}) {
+	if v.A != 25*units.Gbps || v.B != 4*KiB || v.C != Duration(10*sim.Microsecond) || v.D != 0.01 || v.E != (Ratio{1, 8}) || !equalInts(v.F, []int{0, 2, 3}) {
 		t.Fatalf("decoded %+v", v)
 	}
 	out, err := yaml.Marshal(v)

@@ -1,26 +1,27 @@
 package scenarios
 
 import (
+	"github.com/besim/besim/units"
 	"reflect"
 	"strings"
 )
 
 // Limits of the RNIC, DCQCN, rc/ud flow and benchmark keys.
 const (
-	maxMessage     = 1 << 30 // bytes per work request (verbs allows < 2 GiB)
-	maxQueueDepth  = 32768   // ConnectX max_qp_wr
-	maxUnits       = 4096
-	maxCacheQPs    = 1 << 24
-	maxDoorbells   = 1 << 16
-	maxStages      = 1000
-	maxBenchRuns   = 1000
-	maxBenchRate   = 10 * Tbps
-	maxThreads     = 1024
-	maxBenchQPs    = 65536
-	maxBenchCQEs   = 1 << 22 // qps x depth completions per thread CQ
-	maxQPTimeout   = 31
-	maxRetry       = 7
-	maxMinRNRTimer = 31
+	maxMessage          = 1 << 30 // bytes per work request (verbs allows < 2 GiB)
+	maxQueueDepth       = 32768   // ConnectX max_qp_wr
+	maxUnits            = 4096
+	maxCacheQPs         = 1 << 24
+	maxDoorbells        = 1 << 16
+	maxStages           = 1000
+	maxBenchRuns        = 1000
+	maxBenchRate   Rate = 10 * units.Tbps
+	maxThreads          = 1024
+	maxBenchQPs         = 65536
+	maxBenchCQEs        = 1 << 22 // qps x depth completions per thread CQ
+	maxQPTimeout        = 31
+	maxRetry            = 7
+	maxMinRNRTimer      = 31
 )
 
 func durp(p *Duration) Duration {
@@ -271,19 +272,28 @@ func (v *validator) benchmark() {
 		{"fragments", len(b.Fragments) > 0}, {"large_flows", len(b.LargeFlows) > 0}, {"interval", b.Interval != 0},
 		{"large_message", b.LargeMessage != 0}, {"fragment", b.Fragment != 0},
 		{"registrations", len(b.Registrations) > 0}, {"buffers", b.Buffers != 0}, {"block", b.Block != 0},
+		{"through", b.Through != ""}, {"messages", len(b.Messages) > 0}, {"response", b.Response != 0},
 	}
 	var uses []string
 	switch b.Kind {
 	case Perftest:
 		uses = []string{"warmup", "message", "points", "rates", "mtus", "transports", "tx_depth", "rx_depth", "cq_mod", "delay"}
 	case MsgRate:
-		uses = []string{"warmup", "message", "threads", "qps", "thread_domains", "rate", "depth", "signal_every", "app_work", "jitter"}
+		uses = []string{"warmup", "message", "through", "threads", "qps", "thread_domains", "rate", "depth", "signal_every", "app_work", "jitter"}
+		if b.Through == ThroughCore {
+			// The core signals its own WRs; the testbed has a switch.
+			uses = []string{"warmup", "message", "through", "threads", "qps", "thread_domains", "rate", "depth", "app_work", "jitter", "delay"}
+		}
 	case Fragsize:
 		uses = []string{"warmup", "message", "rates", "fragments", "depth", "delay"}
 	case HOL:
 		uses = []string{"warmup", "message", "rate", "large_flows", "interval", "large_message", "depth", "fragment", "delay"}
 	case MRCacheBench:
 		uses = []string{"warmup", "message", "rate", "depth", "registrations", "buffers", "block"}
+	case PingPong:
+		uses = []string{"warmup", "points", "rates", "mtus", "messages", "response", "delay"}
+	case Peak:
+		uses = []string{"warmup", "message", "points", "rates", "mtus", "transports", "tx_depth", "rx_depth", "cq_mod", "depth", "fragment", "delay"}
 	case "":
 		v.missingOr(p+".kind", `"" is not a benchmark kind (allowed: `+strings.Join(benchmarkKinds, ", ")+")",
 			"missing (required; allowed: "+strings.Join(benchmarkKinds, ", ")+")")
@@ -323,6 +333,85 @@ func (v *validator) benchmark() {
 		v.hol()
 	case MRCacheBench:
 		v.mrcache()
+	case PingPong:
+		v.pingpong()
+	case Peak:
+		v.peak()
+	}
+}
+
+// benchPoints checks the (rate, MTU) points of a pingpong or peak
+// benchmark: points, or rates and mtus (their cross product), with no
+// per-point transport.
+func (v *validator) benchPoints() {
+	b := v.s.Benchmark
+	const p = "benchmark"
+	switch {
+	case len(b.Points) > 0 && (len(b.Rates) > 0 || len(b.MTUs) > 0):
+		v.bad(p+".points", "give either points or rates and mtus (their cross product), not both")
+	case len(b.Points) == 0 && (len(b.Rates) == 0 || len(b.MTUs) == 0):
+		v.missingOr(p+".points", "empty list (give at least one point)",
+			"missing (required: points, e.g. [{rate: 100Gbps, mtu: 4096}], or rates and mtus)")
+	}
+	for i, pt := range b.Points {
+		pp := idx(p+".points", i)
+		v.benchRate(pp+".rate", pt.Rate)
+		v.benchMTU(pp+".mtu", pt.MTU)
+		if pt.Transport != "" {
+			v.bad(pp+".transport", "not used by kind %s (every point runs the kind's own set)", b.Kind)
+		}
+	}
+	for i, r := range b.Rates {
+		v.benchRate(idx(p+".rates", i), r)
+	}
+	for i, m := range b.MTUs {
+		v.benchMTU(idx(p+".mtus", i), m)
+	}
+	if b.Delay <= 0 {
+		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
+	}
+}
+
+func (v *validator) pingpong() {
+	b := v.s.Benchmark
+	const p = "benchmark"
+	v.benchPoints()
+	if len(b.Messages) == 0 {
+		v.bad(p+".messages", "empty list (give message sizes, or omit the key for 32B to 16KiB)")
+	}
+	for i, m := range b.Messages {
+		if m < 1 || m > maxTestbedMessage {
+			v.bad(idx(p+".messages", i), "%s is out of range (allowed: 1B to %s)", m, Size(maxTestbedMessage))
+		}
+	}
+	if n := len(b.Messages) * max(len(b.Points), len(b.Rates)*len(b.MTUs)); n > maxBenchRuns {
+		v.bad(p+".messages", "%d runs is too many (at most %d)", n, maxBenchRuns)
+	}
+	if b.Response < 1 || b.Response > maxTestbedMessage {
+		v.bad(p+".response", "%s is out of range (allowed: 1B to %s)", b.Response, Size(maxTestbedMessage))
+	}
+}
+
+func (v *validator) peak() {
+	b := v.s.Benchmark
+	const p = "benchmark"
+	for i, pt := range b.Points {
+		if pt.Transport != "" {
+			v.bad(idx(p+".points", i)+".transport", "not used by kind peak (every point runs ByteExpress and each of transports)")
+		}
+	}
+	// The perftest baselines run with perftest's default message (64 KiB
+	// for rc, the MTU for ud); message is ByteExpress's.
+	msg := b.Message
+	b.Message = 0
+	v.perftest()
+	b.Message = msg
+	if b.Message < 64 || b.Message > maxTestbedMessage {
+		v.bad(p+".message", "%s is out of range (allowed: 64B to %s)", b.Message, Size(maxTestbedMessage))
+	}
+	v.countRange(p+".depth", b.Depth, 1, maxQueueDepth)
+	if b.Fragment < 64 || b.Message >= 64 && b.Fragment > b.Message {
+		v.bad(p+".fragment", "%s is out of range (allowed: 64B to the message size %s)", b.Fragment, b.Message)
 	}
 }
 
@@ -523,6 +612,14 @@ func (v *validator) msgrate() {
 			v.bad(idx(p+".qps", i), "%d QPs x depth %d completions exceed a CQ (at most %d)", n, b.Depth, maxBenchCQEs)
 		}
 	}
+	if b.Through == ThroughCore {
+		if b.Message <= 32 || b.Message > 4*KiB {
+			v.bad(p+".message", "%s is out of range through the core (allowed: 33B, above the 32-byte answer, to 4KiB, the core's small-message limit)", b.Message)
+		}
+		if b.Delay <= 0 {
+			v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
+		}
+	}
 	if len(b.ThreadDomains) == 0 {
 		v.bad(p+".thread_domains", "empty list (give [false], [true] or both, or omit the key for both)")
 	}
@@ -537,7 +634,7 @@ func (v *validator) msgrate() {
 	}
 	v.benchRate(p+".rate", b.Rate)
 	v.countRange(p+".depth", b.Depth, 1, maxQueueDepth)
-	if b.SignalEvery < 1 || (b.Depth >= 1 && b.SignalEvery > b.Depth) {
+	if b.Through != ThroughCore && (b.SignalEvery < 1 || (b.Depth >= 1 && b.SignalEvery > b.Depth)) {
 		v.bad(p+".signal_every", "%d is out of range (allowed: 1 to depth %d)", b.SignalEvery, b.Depth)
 	}
 	if b.AppWork <= 0 {

@@ -62,19 +62,19 @@ func (d *DistName) UnmarshalYAML(n *yaml.Node) error {
 // be set: fixed {size}, uniform {min, max}, lognormal {mean, p99},
 // empirical {cdf: [{size, p}, ...]} (linear between points, last p 1).
 type SizeDist struct {
-	Dist DistName   `yaml:"dist"`
-	Size Size       `yaml:"size,omitempty"`
-	Min  Size       `yaml:"min,omitempty"`
-	Max  Size       `yaml:"max,omitempty"`
-	Mean Size       `yaml:"mean,omitempty"`
-	P99  Size       `yaml:"p99,omitempty"`
-	CDF  []CDFPoint `yaml:"cdf,omitempty"`
+	Dist DistName   `yaml:"dist"`           // the distribution: fixed, uniform, lognormal or empirical
+	Size Size       `yaml:"size,omitempty"` // fixed: the size
+	Min  Size       `yaml:"min,omitempty"`  // uniform: the smallest size
+	Max  Size       `yaml:"max,omitempty"`  // uniform: the largest size
+	Mean Size       `yaml:"mean,omitempty"` // lognormal: the mean
+	P99  Size       `yaml:"p99,omitempty"`  // lognormal: the 99th percentile
+	CDF  []CDFPoint `yaml:"cdf,omitempty"`  // empirical: points {size, p} of the CDF, linear between them, the last p 100%
 }
 
 // CDFPoint is one point of an empirical CDF: P(size <= Size) = P.
 type CDFPoint struct {
-	Size Size     `yaml:"size"`
-	P    Fraction `yaml:"p"`
+	Size Size     `yaml:"size"` // a size of the CDF
+	P    Fraction `yaml:"p"`    // the probability of a size at most this point's size
 }
 
 // Window is the per-engine software send window: "none" (no software
@@ -126,7 +126,7 @@ func (w *Window) UnmarshalYAML(n *yaml.Node) error {
 
 // Workload is application traffic over the ByteExpress core.
 type Workload struct {
-	Kind WorkloadKind `yaml:"kind"`
+	Kind WorkloadKind `yaml:"kind"` // the workload: incast-pull, ps-cluster or failover
 	// HostsPerLeaf is the hosts under every leaf switch; default 32 (an
 	// assumption: a 32-port 25 Gb/s ToR).
 	HostsPerLeaf int `yaml:"hosts_per_leaf"`
@@ -154,12 +154,19 @@ type Workload struct {
 	// thread (§6.2.2) instead of a dedicated RQ of posted buffers per
 	// engine (no receive credits then). Default false.
 	SRQ bool `yaml:"srq,omitempty"`
+	// ThreadDomains gives every I/O thread its own thread domain (§6.2.1):
+	// false is byteexpress Config.NoThreadDomains, the paper's Figure 11
+	// baseline where QPs beyond the NIC's lock-free doorbell registers
+	// (rnic.doorbells.lock_free) share locked ones. Default true (unset:
+	// true, not filled in, so resolved scenarios that predate the key are
+	// unchanged).
+	ThreadDomains *bool `yaml:"thread_domains,omitempty"`
 	// SQDepth and RecvBuffer are byteexpress Config.SQDepth (send WRs per
 	// engine, default 32) and Config.RecvBufSize (each receive buffer and
 	// send staging slot, default 8KiB). Every engine registers SQDepth x
 	// RecvBuffer of staging memory, so production fan-in needs them small.
 	SQDepth    int  `yaml:"sq_depth,omitempty"`
-	RecvBuffer Size `yaml:"recv_buffer,omitempty"`
+	RecvBuffer Size `yaml:"recv_buffer,omitempty"` // bytes of each receive buffer and send staging slot (byteexpress Config.RecvBufSize)
 	// AckTimeout is byteexpress Config.AckTimeout, the RC local ACK
 	// timeout exponent t (4.096 us x 2^t, 1..31); default 14 (67 ms).
 	AckTimeout int `yaml:"ack_timeout,omitempty"`
@@ -213,7 +220,7 @@ type Workload struct {
 	// `rpc: false` (or the key left out) sends them on the sockets
 	// directly.
 	RPC       *RPC       `yaml:"rpc,omitempty"`
-	Keepalive *Keepalive `yaml:"keepalive,omitempty"`
+	Keepalive *Keepalive `yaml:"keepalive,omitempty"` // the engines' keepalive (byteexpress): how often an idle connection is probed and when it is declared dead
 }
 
 // RPC is the recovery policy of byteexpress/rpc (paper §7.2); zero fields
@@ -231,8 +238,8 @@ type RPC struct {
 	// MaxReqFailures request failures to a node within QuarantineWindow
 	// exclude it until the count slides back (paper: M=30, N=50, 5 min).
 	QuarantineWindow Duration `yaml:"quarantine_window"`
-	MaxConnFailures  int      `yaml:"max_conn_failures"`
-	MaxReqFailures   int      `yaml:"max_req_failures"`
+	MaxConnFailures  int      `yaml:"max_conn_failures"` // connection failures to a node within quarantine_window that quarantine it (paper: M=30)
+	MaxReqFailures   int      `yaml:"max_req_failures"`  // request failures to a node within quarantine_window that quarantine it (paper: N=50)
 	// ProbeInterval is how often a node given up for RDMA is probed
 	// (default 30s; the paper gives no value).
 	ProbeInterval Duration `yaml:"probe_interval"`
@@ -323,6 +330,10 @@ const (
 	defaultTCPRxUsecs  = Duration(16 * sim.Microsecond)
 	defaultTCPRxFrames = 88
 )
+
+// ThreadDomainsOn reports whether the core gives each I/O thread a thread
+// domain (thread_domains unset or true).
+func (w *Workload) ThreadDomainsOn() bool { return w.ThreadDomains == nil || *w.ThreadDomains }
 
 // VictimOn reports whether the victim flow is enabled.
 func (w *Workload) VictimOn() bool { return w.Victim == nil || *w.Victim }
@@ -491,11 +502,11 @@ func (v *validator) workload() {
 	s := v.s
 	w := s.Workload
 	const p = "workload"
-	shared := []string{"kind", "servers", "hosts_per_leaf", "spines", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "engine_per_socket", "warmup"}
+	shared := []string{"kind", "servers", "hosts_per_leaf", "spines", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "thread_domains", "sq_depth", "recv_buffer", "ack_timeout", "engine_per_socket", "warmup"}
 	uses := map[WorkloadKind][]string{
 		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows", "sockets"),
 		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp", "rpc"),
-		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "spines", "request", "outstanding", "response", "window", "fragment", "srq", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
+		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "spines", "request", "outstanding", "response", "window", "fragment", "srq", "thread_domains", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
 	}
 	switch w.Kind {
 	case IncastPull, PSCluster, Failover:

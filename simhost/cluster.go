@@ -140,6 +140,19 @@ func (c *Cluster) Hosts() []*Host { return c.hosts }
 // Host is host i (fabric node i).
 func (c *Cluster) Host(i int) *Host { return c.hosts[i] }
 
+// Alias makes a another address of host h: a Dial to it reaches h's
+// endpoint. The core keeps one engine per remote address (§6.1), so
+// dialing n aliases of one host opens n engines (n QPs) to it, as n peers
+// would, without simulating n hosts (the core message-rate benchmark,
+// workloads/msgrate/msgratesim). The address must be new.
+func (c *Cluster) Alias(h *Host, a byteexpress.Addr) error {
+	if c.byAddr[a] != nil {
+		return fmt.Errorf("simhost: alias %q: address already in use", a)
+	}
+	c.byAddr[a] = h
+	return nil
+}
+
 // Lookup finds the host with address a.
 func (c *Cluster) Lookup(a byteexpress.Addr) *Host { return c.byAddr[a] }
 
@@ -181,7 +194,12 @@ func (c *Cluster) restart(i int) {
 	if old.listening {
 		n.Listen()
 	}
-	c.hosts[i], c.byAddr[n.addr] = n, n
+	c.hosts[i] = n
+	for a, h := range c.byAddr {
+		if h == old {
+			c.byAddr[a] = n // its own address and its aliases
+		}
+	}
 	c.retired = append(c.retired, old)
 }
 

@@ -314,14 +314,17 @@ type QPInfo struct {
 	QPN       uint32
 	SRQ       bool
 	Destroyed bool
-	Stats     rnic.QPStats
+	// SharedDoorbell: the QP rings a doorbell register shared (under a
+	// lock) with other QPs (rnic QP.SharesDoorbell).
+	SharedDoorbell bool
+	Stats          rnic.QPStats
 }
 
 // QPs lists the QPs the endpoint created, in creation order.
 func (h *Host) QPs() []QPInfo {
 	out := make([]QPInfo, len(h.qps))
 	for i, q := range h.qps {
-		out[i] = QPInfo{QPN: q.QPN(), SRQ: q.srq, Destroyed: q.destroyed, Stats: q.Stats()}
+		out[i] = QPInfo{QPN: q.QPN(), SRQ: q.srq, Destroyed: q.destroyed, SharedDoorbell: q.SharesDoorbell(), Stats: q.Stats()}
 	}
 	return out
 }

@@ -27,4 +27,8 @@
 // "[POINT] NAME". Sweep columns default to every metric of point 0, so a
 // shard without point 0 runs it once to learn them unless the metrics are
 // named literally.
+//
+// Replications (Options.Replications) add a last "seed" axis and pool
+// each point's runs by merging their latency histograms (replicate.go,
+// TableReplications); batch array jobs find their shard with ShardFromEnv.
 package sweep

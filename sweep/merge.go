@@ -72,6 +72,14 @@ func Merge(parts []*report.Result) (*report.Result, error) {
 			all[p.shard.I+k*n] = o
 		}
 	}
+	if m := ps[0].m; m.replications > 0 {
+		if len(m.table.Params) == 0 || m.table.Params[len(m.table.Params)-1] != "seed" {
+			return nil, fmt.Errorf("merge: a sweep of %d replications whose last axis is not the seed", m.replications)
+		}
+		if _, err := pool(all, m.table.Params[:len(m.table.Params)-1], m.replications); err != nil {
+			return nil, fmt.Errorf("merge: %w", err)
+		}
+	}
 	return assemble(ps[0].m, Shard{}, all, sims), incomplete(all, false)
 }
 
@@ -82,6 +90,7 @@ func split(r *report.Result) (m meta, shard Shard, sims int, outs []outcome, err
 		return int(x.Value), ok && x.Value == float64(int(x.Value)) && x.Value >= 0
 	}
 	points, ok1 := num(MetricPoints)
+	reps, _ := num(MetricReplications)
 	sims, ok2 := num(MetricSimulations)
 	if !ok1 || !ok2 || len(r.Tables) == 0 || (r.Tables[0].Name != "sweep" && r.Tables[0].Name != "search") {
 		return m, shard, 0, nil, fmt.Errorf("not a besim sweep result (no %s metric or sweep table)", MetricPoints)
@@ -96,6 +105,7 @@ func split(r *report.Result) (m meta, shard Shard, sims int, outs []outcome, err
 	m = meta{tool: r.Tool, scenario: r.Scenario, seed: r.Seed, duration: r.Duration, points: points, table: r.Tables[0],
 		prov: report.Result{ToolVersion: r.ToolVersion, Revision: r.Revision, ScenarioSHA256: r.ScenarioSHA256, ResolvedScenario: r.ResolvedScenario}}
 	m.table.Rows = nil
+	m.replications = reps
 	rows := r.Tables[0].Rows
 	want := 0
 	for i := 0; i < points; i++ {
@@ -125,6 +135,9 @@ func split(r *report.Result) (m meta, shard Shard, sims int, outs []outcome, err
 		return best
 	}
 	for _, t := range r.Tables[1:] {
+		if reps > 0 && pooledTable(t.Name) {
+			continue // recomputed from the runs' histograms
+		}
 		i := owner(t.Name)
 		if i < 0 {
 			return m, shard, 0, nil, fmt.Errorf("table %q belongs to no point of the sweep", t.Name)
@@ -162,6 +175,8 @@ func sameMeta(a, b meta) error {
 		return fmt.Errorf("different sweep definitions (scenario source, axes or their values; digest %s vs %s)", orNone(a.digest), orNone(b.digest))
 	case a.prov.ScenarioSHA256 != b.prov.ScenarioSHA256:
 		return fmt.Errorf("scenario digests differ (%s vs %s): the shards ran different scenario files", a.prov.ScenarioSHA256, b.prov.ScenarioSHA256)
+	case a.replications != b.replications:
+		return fmt.Errorf("%d vs %d replications", a.replications, b.replications)
 	case a.points != b.points:
 		return fmt.Errorf("%d vs %d points", a.points, b.points)
 	case a.table.Name != b.table.Name || a.table.Title != b.table.Title || a.table.KeyName != b.table.KeyName || !slices.Equal(a.table.Columns, b.table.Columns):

@@ -8,6 +8,7 @@ import (
 	"path"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,11 @@ type Options struct {
 	// Keep adds every point's own tables, series and notes to the result,
 	// named "[POINT] NAME".
 	Keep bool
+	// Replications, when > 0, runs every point of the axes that many
+	// times with seeds S, S+1, ... (S: the scenario's seed; a last axis
+	// "seed") and pools the runs' latency histograms (see
+	// TableReplications). Run only; not with a search.
+	Replications int
 	// Progress, if set, is called after each point, never concurrently.
 	Progress func(Progress)
 	// Stop, when closed (on SIGINT), ends the run early: no new point
@@ -274,6 +280,9 @@ type meta struct {
 	notes    []string     // general notes, before the points' own
 	points   int          // in the whole sweep
 	digest   string       // of the sweep's definition: written in shards, compared by Merge
+	// replications is Options.Replications (0: none); the last axis is
+	// then the seed, and assemble pools the runs' histograms.
+	replications int
 	// prov holds the provenance of the sweep file: the build, and the base
 	// scenario's digest and resolved form (experiment.Provenance).
 	prov report.Result
@@ -350,7 +359,19 @@ func assemble(m meta, shard Shard, outs []outcome, sims int) *report.Result {
 		r.Add(MetricShard, float64(shard.I), "")
 		r.Add(MetricShards, float64(shard.N), "")
 	}
+	if m.replications > 0 {
+		r.Add(MetricReplications, float64(m.replications), "")
+	}
 	r.Tables = append(r.Tables, t)
+	if m.replications > 0 {
+		pooled, err := pool(outs, t.Params[:len(t.Params)-1], m.replications)
+		if err != nil {
+			// The kept tables are ours (Run) or checked by Merge's
+			// split: an error here is a corrupt input; say so in the file.
+			r.Notes = append(r.Notes, noteFailed+"cannot pool the replications: "+err.Error())
+		}
+		r.Tables = append(r.Tables, pooled...)
+	}
 	r.Notes = append(r.Notes, m.notes...)
 	if notRun > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf(notePartial+"the run was interrupted; %d of %d points of this file did not finish (rows with error %q)", notRun, len(outs), ErrNotRun))
@@ -528,6 +549,17 @@ func (p *progress) point(sims int) {
 func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 	start := time.Now()
 	st := Stats{Jobs: opt.jobs()}
+	var def []string
+	if opt.Replications != 0 {
+		a, err := replicationAxis(b, axes, opt.Replications)
+		if err != nil {
+			return nil, st, err
+		}
+		def = append(axesDef(axes), "replications", strconv.Itoa(opt.Replications))
+		axes = append(slices.Clone(axes), a)
+	} else {
+		def = axesDef(axes)
+	}
 	all, err := Points(axes)
 	if err != nil {
 		return nil, st, err
@@ -548,13 +580,17 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 		return nil, st, err
 	}
 
-	m, err := newMeta(b, axesDef(axes)...)
+	m, err := newMeta(b, def...)
 	if err != nil {
 		return nil, st, err
 	}
 	m.points = len(all)
+	m.replications = opt.Replications
 	m.table = report.Table{Name: "sweep", Title: fmt.Sprintf("Sweep of %s over %s", m.scenario, describeAxes(axes)), KeyName: "point", Params: axisKeys(axes)}
 	m.notes = []string{fmt.Sprintf("sweep of %s: %d points over %s, each simulated for %s with seed %d unless set", m.scenario, len(all), describeAxes(axes), m.duration, m.seed)}
+	if n := opt.Replications; n > 0 {
+		m.notes = append(m.notes, fmt.Sprintf("replications: each point of the other axes runs %d times (seed %d to %d); table %s pools each one's latency histograms by merging their bucket counts (the quantiles of all runs' values together, to the histograms' precision), with the mean of the runs' P99s and its 95%% Student-t interval; each run's histogram is kept as [POINT] hist/NAME", n, m.seed, m.seed+uint64(n-1), TableReplications))
+	}
 
 	var mu sync.Mutex
 	var cols []report.Column
@@ -653,6 +689,8 @@ func Run(b *Base, axes []Axis, opt Options) (*report.Result, Stats, error) {
 			o.values = row(cols, r)
 			if opt.Keep {
 				keep(&o, "", r)
+			} else if opt.Replications > 0 {
+				keepHistograms(&o, r)
 			}
 		}
 		outs[i] = o

@@ -128,6 +128,9 @@ type probe struct {
 func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Stats, error) {
 	start := time.Now()
 	st := Stats{Jobs: opt.jobs()}
+	if opt.Replications != 0 {
+		return nil, st, fmt.Errorf("--replications does not apply to --search (a search bisects one scenario per point)")
+	}
 	for _, a := range axes {
 		if strings.TrimSuffix(a.Key, lenSuffix) == strings.TrimSuffix(s.Key, lenSuffix) {
 			return nil, st, fmt.Errorf("--search %s: the key is also given to --set", s.Key)

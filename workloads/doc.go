@@ -8,8 +8,10 @@
 //	package      paper                     scenario kind         runs on
 //	perftest     Table 2 (§5.1)            benchmark perftest    simulator-free: config, keys, the endpoints over verbs
 //	perftest/perftestsim                   benchmark perftest    two simulated RNICs back to back (rnic)
+//	pingpong     Figure 8 (§5.5)           benchmark pingpong    the core over simhost: one socket, one message outstanding
+//	peak         Figure 9 (§5.5)           benchmark peak        fragsize's engine at one fragment size, beside perftestsim
 //	fragsize     Figure 10 (§6.1)          benchmark fragsize    the core over simhost: two hosts, one switch
-//	msgrate      Figure 11 (§6.2.1)        benchmark msgrate     one RNIC pair, I/O threads, doorbell locks (rnic)
+//	msgrate      Figure 11 (§6.2.1)        benchmark msgrate     one RNIC pair, I/O threads, doorbell locks (rnic); through: core, the core over simhost
 //	hol          Figure 13 (§6.1)          benchmark hol         the core over simhost: one engine, small and large flows
 //	incast       Table 4, Figures 14-15    workload incast-pull  simulator-free: config, worker and server machines
 //	incast/incastsim                       workload incast-pull  incast over simhost on a leaf-spine, victim flows on RNICs

@@ -1,6 +1,7 @@
 package role
 
 import (
+	"github.com/besim/besim/units"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestFragsizeRolesOverVerbs(t *testing.T) {
 		}
 	}
 	// fakeverbs ports report 100 Gb/s, one of fig10's rates.
-	if rx.res.Metrics["rate_bps"] != float64(100*scenarios.Gbps) || len(rx.res.Notes) != 0 {
+	if rx.res.Metrics["rate_bps"] != float64(100*units.Gbps) || len(rx.res.Notes) != 0 {
 		t.Errorf("rate %v (notes %v), want the port's, 100 Gb/s", rx.res.Metrics["rate_bps"], rx.res.Notes)
 	}
 }
@@ -79,7 +80,7 @@ func TestFragsizeRoleErrors(t *testing.T) {
 	if _, err := r.Prepare(t.Context(), s); err == nil || !strings.Contains(err.Error(), "no measured interval") {
 		t.Errorf("no duration: %v", err)
 	}
-	if fr := r.(*fragsizeRole); fr.rate != 40*scenarios.Gbps {
+	if fr := r.(*fragsizeRole); fr.rate != 40*units.Gbps {
 		t.Errorf("rate=40Gbps: %v", fr.rate)
 	}
 	s.Params = map[string]string{}

@@ -59,10 +59,10 @@
 // # GetMR in O(1)
 //
 // Blocks are aligned to their size, so the block of any address is
-// addr &^ (B-1). A two-level radix keyed by the block index addr>>log2(B)
-// maps it to the block (for 4 MiB blocks and 48-bit addresses: 13+13 bits, a
-// 64 KiB root and 64 KiB leaves allocated on demand); lookups are two
-// atomic loads and no lock, and every block of a dedicated run points to the
+// addr &^ (B-1). A three-level radix keyed by the block index addr>>log2(B)
+// maps it to the block (for 4 MiB blocks and 48-bit addresses: 8+9+9 bits, a
+// 2 KiB root and 4 KiB middle nodes and leaves allocated on demand, 10 KiB
+// for a pool of one block); lookups are three atomic loads and no lock, and every block of a dedicated run points to the
 // run. Deallocate uses the same lookup and then the span index
 // (addr-base)>>log2(SpanSize); the slot index is computed with a
 // precomputed reciprocal (one multiply, no division).

@@ -209,7 +209,7 @@ func (p *Pool) Deallocate(b Buf) error { return p.free(b.addr, nil) }
 
 // GetMR returns the memory region that holds b, or nil if b is not from this
 // pool (Figure 3's GetMR). It is O(1): blocks are BlockSize-aligned, so the
-// block index addr>>log2(BlockSize) selects the block in a two-level radix.
+// block index addr>>log2(BlockSize) selects the block in a three-level radix.
 func (p *Pool) GetMR(b Buf) verbs.MR { return p.MRAt(b.addr) }
 
 // MRAt returns the memory region that contains addr (any byte of a pool

@@ -60,7 +60,9 @@ func init() {
 		{name: "sweep", args: "SCENARIO --set KEY=V1,V2 [--set ...] | --search KEY=LO..HI --until METRIC>X",
 			short: "run a parameter sweep or a bisection search",
 			long: "Runs the cross product of the --set values (in parallel, output identical to a serial run; --shard\n" +
-				"i/n for batch jobs, combined with besim merge), or bisects the largest KEY before METRIC>X holds.\n" +
+				"i/n for batch jobs, combined with besim merge; --shard auto reads a Slurm, Grid Engine, PBS, LSF or\n" +
+				"Kubernetes array job's variables), or bisects the largest KEY before METRIC>X holds. --replications N\n" +
+				"runs each point N times (seeds S..S+N-1) and pools their latency histograms (table replications).\n" +
 				"Writes FILE.json, and the table as tidy CSV (one column per swept key) and Markdown beside it.",
 			example: "besim sweep incast --set fabric.switch.buffer=1MiB,4MiB --metrics pfc/frames_tx -o /tmp/s.json",
 			run:     cmdSweep},
@@ -85,6 +87,12 @@ func init() {
 				"YAML support at it (a first line `# yaml-language-server: $schema=PATH/schema.json`). Structural\n" +
 				"only: `besim validate` checks the rest.",
 			example: "besim schema > scenarios/schema.json", run: cmdSchema},
+		{name: "completion", args: "bash|zsh|fish", short: "print a shell completion script",
+			long: "Prints a completion script for bash, zsh or fish: subcommands, their flags, embedded scenario names,\n" +
+				"and the scenario keys after --set. It is generated from this binary (print it again after an upgrade).",
+			example: "besim completion bash > ~/.local/share/bash-completion/completions/besim\n" +
+				"besim completion fish > ~/.config/fish/completions/besim.fish\nsource <(besim completion zsh)",
+			run: cmdCompletion},
 		{name: "version", short: "print the version and VCS revision of this build",
 			long:    "Prints the module version and VCS revision from the build information (unknown under go run).",
 			example: "besim version", run: cmdVersion},

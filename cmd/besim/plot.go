@@ -29,7 +29,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 	ymin := fs.String("ymin", "", "bottom of the y axis (default 0 when no value is negative)")
 	ylabel := fs.String("ylabel", "", "replace the y axis label")
 	cdf := fs.String("cdf", "", "CDF of histogram tables or series: comma-separated `NAMES` (\"all\": every histogram table)")
-	bar := fs.String("bar", "", "bar chart of a table column: `TABLE:COLUMN` (e.g. flows:goodput)")
+	bar := fs.String("bar", "", "bar chart of a table column: `TABLE:COLUMN` (e.g. flows:goodput); several comma-separated columns are grouped bars")
 	title := fs.String("title", "", "replace the title")
 	width := fs.Float64("width", 16, "width in cm")
 	height := fs.Float64("height", 10, "height in cm")
@@ -105,7 +105,7 @@ func cmdPlot(args []string, stdout, stderr io.Writer) error {
 		if !ok {
 			return fmt.Errorf("--bar %s: want TABLE:COLUMN", *bar)
 		}
-		p, err = plot.Bars(r, t, c, opt)
+		p, err = plot.GroupedBars(r, t, splitList(c), opt)
 	case *series != "":
 		p, err = plot.Series(r, splitList(*series), opt)
 	default:

@@ -54,7 +54,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	until := fs.String("until", "", "predicate that ends a --search: `METRIC>X` (also >= < <= == !=), e.g. pfc/frames_tx>0")
 	metricsFlag := fs.String("metrics", "", "comma-separated metrics (or path patterns like flow/*/goodput) for the sweep table (default: all of the first point)")
 	jobs := fs.Int("jobs", 0, "simulations run at once (default GOMAXPROCS)")
-	shardFlag := fs.String("shard", "", "run only points with index%n == i: `i/n`, writing a partial file for besim merge")
+	shardFlag := fs.String("shard", "", "run only points with index%n == i: `i/n`, writing a partial file for besim merge; \"auto\" (also the default when a batch array job's variables are set): from $BESIM_SHARD, Slurm, Grid Engine, PBS, LSF or a Kubernetes Indexed Job (see sweep.ShardFromEnv); 0/1 runs the whole sweep")
+	replications := fs.Int("replications", 0, "run every point `N` times with seeds S..S+N-1 (S: the scenario's seed) and pool their latency histograms (table replications)")
 	keepFlag := fs.Bool("keep", false, "also keep every point's own tables, series and notes in the result")
 	out := fs.String("o", "", "output `FILE.json` (CSV and Markdown of the table beside it; default out/NAME/sweep.json (or search.json))")
 	md := fs.Bool("md", false, "print the table as Markdown")
@@ -93,11 +94,25 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if *shardFlag != "" {
+	switch *shardFlag {
+	case "", "auto":
+		s, from, found, err := sweep.ShardFromEnv(os.Getenv)
+		if err != nil {
+			return err
+		}
+		if !found && *shardFlag == "auto" {
+			return fmt.Errorf("--shard auto: no batch array variables set (BESIM_SHARD, SLURM_ARRAY_TASK_ID, SGE_TASK_ID, PBS_ARRAY_INDEX, LSB_JOBINDEX or JOB_COMPLETION_INDEX)")
+		}
+		if found {
+			opt.Shard = s
+			fmt.Fprintf(stderr, "besim: shard %s from %s (--shard 0/1 runs the whole sweep)\n", s, from)
+		}
+	default:
 		if opt.Shard, err = sweep.ParseShard(*shardFlag); err != nil {
 			return err
 		}
 	}
+	opt.Replications = *replications
 	var srch *sweep.Search
 	switch {
 	case *search != "" && *until == "":

@@ -12,6 +12,8 @@ import (
 	_ "github.com/besim/besim/workloads/incast/incastsim"     // workload incast-pull (Table 4, Figures 14-15)
 	_ "github.com/besim/besim/workloads/mrcache/mrcachesim"   // benchmark mrcache (§5.2, MR translation caches)
 	_ "github.com/besim/besim/workloads/msgrate/msgratesim"   // benchmark msgrate (Figure 11)
+	_ "github.com/besim/besim/workloads/peak/peaksim"         // benchmark peak (Figure 9)
 	_ "github.com/besim/besim/workloads/perftest/perftestsim" // benchmark perftest (Table 2)
+	_ "github.com/besim/besim/workloads/pingpong/pingpongsim" // benchmark pingpong (Figure 8)
 	_ "github.com/besim/besim/workloads/ps/pssim"             // workload ps-cluster (§2.1, Tables 5-7)
 )

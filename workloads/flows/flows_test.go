@@ -2,6 +2,7 @@ package flows
 
 import (
 	"bytes"
+	"github.com/besim/besim/units"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestDCQCNIncast(t *testing.T) {
 	if m["nic/cnps_sent"] == 0 || m["nic/cnps_handled"] != m["nic/cnps_sent"] {
 		t.Errorf("CNPs sent %v handled %v", m["nic/cnps_sent"], m["nic/cnps_handled"])
 	}
-	line := rnic.LinePayloadGbps(verbs.RC, 25*rnic.Gbps, 1024)
+	line := rnic.LinePayloadGbps(verbs.RC, 25*units.Gbps, 1024)
 	if g := m["flows/goodput"]; g < 0.85*line || g > line*1.001 {
 		t.Errorf("goodput %.2f of line %.2f Gbps", g, line)
 	}
@@ -63,7 +64,7 @@ func TestDCQCNFairness(t *testing.T) {
 	if max(a, b) > 1.1*min(a, b) {
 		t.Errorf("unfair: %.2f vs %.2f Gbps", a, b)
 	}
-	if a+b < 0.85*rnic.LinePayloadGbps(verbs.RC, 25*rnic.Gbps, 1024) {
+	if a+b < 0.85*rnic.LinePayloadGbps(verbs.RC, 25*units.Gbps, 1024) {
 		t.Errorf("bottleneck underused: %.2f Gbps", a+b)
 	}
 	if _, ok := r.Table("qps"); !ok {
@@ -108,8 +109,8 @@ flows:
 		t.Error("two runs of the same rnic scenario differ")
 	}
 	m := wltest.Metrics(r)
-	udLine := rnic.LinePayloadGbps(verbs.UD, 25*rnic.Gbps, 1024)
-	rcLine := rnic.LinePayloadGbps(verbs.RC, 25*rnic.Gbps, 1024)
+	udLine := rnic.LinePayloadGbps(verbs.UD, 25*units.Gbps, 1024)
+	rcLine := rnic.LinePayloadGbps(verbs.RC, 25*units.Gbps, 1024)
 	for _, c := range []struct {
 		flow   string
 		lo, hi float64

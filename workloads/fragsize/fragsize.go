@@ -3,14 +3,12 @@ package fragsize
 import (
 	"errors"
 	"fmt"
+	"github.com/besim/besim/units"
 
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 )
-
-// Gbps is one gigabit per second, in the bits/s of Config.Rates.
-const Gbps = int64(scenarios.Gbps)
 
 // ResponseSize is the receiver's answer to every message: 32 bytes
 // (the paper's §5.5 throughput setup).
@@ -37,7 +35,7 @@ type Config struct {
 // Prepare applies the defaults and checks c.
 func (c *Config) Prepare() error {
 	if len(c.Rates) == 0 {
-		c.Rates = []int64{25 * Gbps, 100 * Gbps}
+		c.Rates = []int64{25 * units.Gbps, 100 * units.Gbps}
 	}
 	if len(c.FragSizes) == 0 {
 		for s := 512; s <= 64<<10; s *= 2 {
@@ -162,8 +160,8 @@ func (r *Receiver) Message(now sim.Time, n int) (resp int) {
 
 // RateKey is "25G" for whole Gb/s, else the rate's own spelling.
 func RateKey(r int64) string {
-	if r%Gbps == 0 {
-		return fmt.Sprintf("%dG", r/Gbps)
+	if r%units.Gbps == 0 {
+		return fmt.Sprintf("%dG", r/units.Gbps)
 	}
 	return scenarios.Rate(r).String()
 }

@@ -1,6 +1,7 @@
 package fragsize
 
 import (
+	"github.com/besim/besim/units"
 	"testing"
 
 	"github.com/besim/besim/report"
@@ -44,7 +45,7 @@ func TestPrepare(t *testing.T) {
 	if err := c.Prepare(); err != nil || len(c.Rates) != 2 || len(c.FragSizes) != 8 || c.MsgSize != 1<<20 || c.Window != 8 || c.MTU != 1024 {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
-	if w, m := c.Interval(25 * Gbps); w <= 0 || m != 2*w {
+	if w, m := c.Interval(25 * units.Gbps); w <= 0 || m != 2*w {
 		t.Fatalf("interval at 25G: warm-up %v, measure %v; want 20 and 40 message times", w, m)
 	}
 	for _, bad := range []Config{{MsgSize: 10}, {Window: -1}} {

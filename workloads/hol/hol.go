@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/besim/besim/units"
 	"slices"
 
 	"github.com/besim/besim/report"
@@ -35,7 +36,7 @@ type Config struct {
 // Prepare applies the defaults and checks c.
 func (c *Config) Prepare() error {
 	if c.Rate == 0 {
-		c.Rate = 25 * int64(scenarios.Gbps)
+		c.Rate = 25 * units.Gbps
 	}
 	if c.MTU == 0 {
 		c.MTU = 1024

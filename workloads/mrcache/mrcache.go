@@ -27,6 +27,7 @@ import (
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Registration is how the buffers are registered.
@@ -69,7 +70,7 @@ func (c Config) WithDefaults() Config {
 		c.Depth = 16
 	}
 	if c.Rate == 0 {
-		c.Rate = 100 * int64(scenarios.Gbps)
+		c.Rate = 100 * units.Gbps
 	}
 	if c.Warmup == 0 {
 		c.Warmup = 200 * sim.Microsecond

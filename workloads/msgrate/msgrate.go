@@ -13,6 +13,7 @@ package msgrate
 
 import (
 	"fmt"
+	"github.com/besim/besim/units"
 	"math/rand/v2"
 
 	"github.com/besim/besim/report"
@@ -58,7 +59,7 @@ func (c Config) WithDefaults() Config {
 		c.MsgSize = 512
 	}
 	if c.Rate == 0 {
-		c.Rate = 200 * int64(scenarios.Gbps)
+		c.Rate = 200 * units.Gbps
 	}
 	if c.Depth == 0 {
 		c.Depth = 16
@@ -191,8 +192,11 @@ func Reduce(s *scenarios.Scenario, points [][]Point, r *report.Result) {
 	if both {
 		cols = append(cols, report.Column{Name: "no TD / TD", Unit: "%"})
 	}
-	tbl := report.Table{Name: "msgrate", KeyName: "QPs", Columns: cols,
-		Title: fmt.Sprintf("%d B message rate, %d I/O threads, vs QP count, with and without thread domains (paper Figure 11 shape)", b.Message, b.Threads)}
+	title := fmt.Sprintf("%d B message rate, %d I/O threads, vs QP count, with and without thread domains (paper Figure 11 shape)", b.Message, b.Threads)
+	if b.Through == scenarios.ThroughCore {
+		title = fmt.Sprintf("%d B message rate through the ByteExpress core, %d I/O threads, vs QP count, with and without thread domains (paper Figure 11 shape)", b.Message, b.Threads)
+	}
+	tbl := report.Table{Name: "msgrate", KeyName: "QPs", Columns: cols, Title: title}
 	peak := make([]float64, len(b.ThreadDomains))
 	for i, q := range b.QPs {
 		for j, td := range b.ThreadDomains {

@@ -3,6 +3,7 @@ package fragsizesim
 import (
 	"errors"
 	"fmt"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/internal/simrun"
 
 	"github.com/besim/besim/fabric"
@@ -38,7 +39,7 @@ func Run(cfg Config) ([]Point, error) {
 		for _, fs := range cfg.FragSizes {
 			p, err := point(&cfg, rate, fs)
 			if err != nil {
-				return out, fmt.Errorf("fragsize: at %d Gb/s, %d B fragments: %w", rate/fabric.Gbps, fs, err)
+				return out, fmt.Errorf("fragsize: at %d Gb/s, %d B fragments: %w", rate/units.Gbps, fs, err)
 			}
 			out = append(out, p)
 		}

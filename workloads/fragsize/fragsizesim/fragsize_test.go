@@ -1,10 +1,10 @@
 package fragsizesim
 
 import (
+	"github.com/besim/besim/units"
 	"reflect"
 	"testing"
 
-	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/workloads/fragsize"
@@ -30,10 +30,10 @@ func TestFig10Shape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const g25, g100 = 25 * fabric.Gbps, 100 * fabric.Gbps
+	const g25, g100 = 25 * units.Gbps, 100 * units.Gbps
 	t.Log("rate  fragment  goodput  of line  efficiency  sender CPU")
 	for _, p := range pts {
-		t.Logf("%3dG  %6d B  %6.2f  %6.2f  %.3f  %.3f", p.Rate/fabric.Gbps, p.FragSize, p.Gbps, p.LineGbps, p.Efficiency, p.SenderCPU)
+		t.Logf("%3dG  %6d B  %6.2f  %6.2f  %.3f  %.3f", p.Rate/units.Gbps, p.FragSize, p.Gbps, p.LineGbps, p.Efficiency, p.SenderCPU)
 	}
 	first90 := map[int64]int{}
 	for _, rate := range []int64{g25, g100} {
@@ -41,10 +41,10 @@ func TestFig10Shape(t *testing.T) {
 		for s := 512; s <= 64<<10; s *= 2 {
 			e := effAt(pts, rate, s)
 			if e < prev-0.01 {
-				t.Errorf("%dG: efficiency falls from %.3f to %.3f at %d B", rate/fabric.Gbps, prev, e, s)
+				t.Errorf("%dG: efficiency falls from %.3f to %.3f at %d B", rate/units.Gbps, prev, e, s)
 			}
 			if e > 1.001 {
-				t.Errorf("%dG at %d B: efficiency %.3f above line rate", rate/fabric.Gbps, s, e)
+				t.Errorf("%dG at %d B: efficiency %.3f above line rate", rate/units.Gbps, s, e)
 			}
 			if e >= 0.9 && first90[rate] == 0 {
 				first90[rate] = s
@@ -84,7 +84,7 @@ func TestFig10Shape(t *testing.T) {
 // lifts 100G at 2-8 KiB, and a deeper ring (more fragments in flight)
 // lifts it too.
 func TestFig10ComesFromCosts(t *testing.T) {
-	base := Config{Config: fragsize.Config{Rates: []int64{100 * fabric.Gbps}, FragSizes: []int{2048, 8192}}}
+	base := Config{Config: fragsize.Config{Rates: []int64{100 * units.Gbps}, FragSizes: []int{2048, 8192}}}
 	ref, err := Run(base)
 	if err != nil {
 		t.Fatal(err)

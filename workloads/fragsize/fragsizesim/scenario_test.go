@@ -1,6 +1,7 @@
 package fragsizesim
 
 import (
+	"github.com/besim/besim/units"
 	"testing"
 
 	"github.com/besim/besim/scenarios"
@@ -18,7 +19,7 @@ func TestFig10Scenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := s.Benchmark
-	b.Rates, b.Fragments = []scenarios.Rate{25 * scenarios.Gbps}, []scenarios.Size{scenarios.KiB, 64 * scenarios.KiB}
+	b.Rates, b.Fragments = []scenarios.Rate{25 * units.Gbps}, []scenarios.Size{scenarios.KiB, 64 * scenarios.KiB}
 	s.Duration, b.Warmup = scenarios.Duration(4*sim.Millisecond), scenarios.Duration(2*sim.Millisecond)
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)

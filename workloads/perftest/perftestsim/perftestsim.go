@@ -3,6 +3,7 @@ package perftestsim
 import (
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 	"github.com/besim/besim/workloads/perftest"
 )
@@ -33,7 +34,7 @@ type Result struct {
 func (c Config) withDefaults() Config {
 	c.Config = c.Config.WithDefaults()
 	if c.Rate == 0 {
-		c.Rate = 100 * rnic.Gbps
+		c.Rate = 100 * units.Gbps
 	}
 	if c.Delay == 0 {
 		c.Delay = sim.Microsecond
@@ -153,10 +154,10 @@ type Table2Point struct {
 
 // PaperTable2 lists the paper's Table 2 (RC and UD ib_send_bw, Gb/s).
 var PaperTable2 = []Table2Point{
-	{Rate: 25 * rnic.Gbps, MTU: 1024, PaperRC: 23.15, PaperUD: 22.97},
-	{Rate: 100 * rnic.Gbps, MTU: 1024, PaperRC: 92.26, PaperUD: 48.29},
-	{Rate: 100 * rnic.Gbps, MTU: 4096, PaperRC: 97.03, PaperUD: 95.74},
-	{Rate: 200 * rnic.Gbps, MTU: 4096, PaperRC: 191.36, PaperUD: 114.70},
+	{Rate: 25 * units.Gbps, MTU: 1024, PaperRC: 23.15, PaperUD: 22.97},
+	{Rate: 100 * units.Gbps, MTU: 1024, PaperRC: 92.26, PaperUD: 48.29},
+	{Rate: 100 * units.Gbps, MTU: 4096, PaperRC: 97.03, PaperUD: 95.74},
+	{Rate: 200 * units.Gbps, MTU: 4096, PaperRC: 191.36, PaperUD: 114.70},
 }
 
 // Table2 runs Run for every row of PaperTable2 with NIC model nic (nil:

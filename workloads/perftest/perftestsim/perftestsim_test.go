@@ -2,6 +2,7 @@ package perftestsim
 
 import (
 	"errors"
+	"github.com/besim/besim/units"
 
 	"github.com/besim/besim/sim"
 	"testing"
@@ -20,12 +21,12 @@ func TestTable2Shape(t *testing.T) {
 	rows := Table2(nil)
 	for _, r := range rows {
 		t.Logf("%3dG/%4dB  RC %7.2f (paper %6.2f, line %6.2f)   UD %7.2f (paper %6.2f, line %6.2f)",
-			r.Rate/rnic.Gbps, r.MTU, r.ModelRC, r.PaperRC, r.LineRC, r.ModelUD, r.PaperUD, r.LineUD)
+			r.Rate/units.Gbps, r.MTU, r.ModelRC, r.PaperRC, r.LineRC, r.ModelUD, r.PaperUD, r.LineUD)
 		if r.RCErr != nil || r.UDErr != nil {
 			t.Fatalf("errors: %v %v", r.RCErr, r.UDErr)
 		}
 		if r.ModelRC < 0.9*r.LineRC || r.ModelRC > r.LineRC*1.001 {
-			t.Errorf("%dG/%d: RC %.2f Gb/s, want within 90%%..100%% of %.2f", r.Rate/rnic.Gbps, r.MTU, r.ModelRC, r.LineRC)
+			t.Errorf("%dG/%d: RC %.2f Gb/s, want within 90%%..100%% of %.2f", r.Rate/units.Gbps, r.MTU, r.ModelRC, r.LineRC)
 		}
 	}
 	within := func(name string, v, lo, hi float64) {
@@ -43,7 +44,7 @@ func TestTable2Shape(t *testing.T) {
 // consistent message and packet rates, and a UD message above the MTU is
 // refused.
 func TestPerfTestDefaults(t *testing.T) {
-	r, err := Run(Config{Config: perftest.Config{Transport: verbs.RC, MTU: 1024, TxDepth: 256}, Rate: 25 * rnic.Gbps})
+	r, err := Run(Config{Config: perftest.Config{Transport: verbs.RC, MTU: 1024, TxDepth: 256}, Rate: 25 * units.Gbps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestLineRateOneFormula(t *testing.T) {
 	for _, tr := range []verbs.QPType{verbs.RC, verbs.UD} {
 		for _, mtu := range []verbs.MTU{256, 512, 1024, 2048, 4096} {
 			for _, rate := range []int64{10, 25, 40, 50, 100, 200, 400} {
-				a, b := perftest.LinePayloadGbps(tr, rate*rnic.Gbps, mtu), rnic.LinePayloadGbps(tr, rate*rnic.Gbps, mtu)
+				a, b := perftest.LinePayloadGbps(tr, rate*units.Gbps, mtu), rnic.LinePayloadGbps(tr, rate*units.Gbps, mtu)
 				if a != b {
 					t.Errorf("%v %dG/%dB: perftest %v, rnic %v", tr, rate, mtu, a, b)
 				}
@@ -82,7 +83,7 @@ func TestUDStopDrains(t *testing.T) {
 	ncfg.SizesOnly, ncfg.PortMTU = true, 4096
 	na, _ := rnic.New(k, "a", ncfg)
 	nb, _ := rnic.New(k, "b", ncfg)
-	rnic.NewWire(k, nil, 25*rnic.Gbps, sim.Microsecond).Connect(na, 1, nb, 2)
+	rnic.NewWire(k, nil, 25*units.Gbps, sim.Microsecond).Connect(na, 1, nb, 2)
 	ca, _ := na.Open()
 	cb, _ := nb.Open()
 	cfg := perftest.Config{Transport: verbs.UD, MTU: 4096, Warmup: 20 * sim.Microsecond, Duration: 200 * sim.Microsecond}
