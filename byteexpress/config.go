@@ -47,6 +47,14 @@ type Config struct {
 	// at Cwnd bytes so the bound is strict.
 	Cwnd int
 
+	// EnginePerSocket gives every dialled socket its own engine (RC QP
+	// pair) instead of attaching it to the endpoint's engine for the
+	// destination: the no-multiplexing baseline of §6.1 ("sockets to one
+	// destination share an engine to reduce QP-cache pressure"). Default
+	// false (multiplexed). Only the dialling side decides; a listener
+	// always accepts one engine per incoming connect.
+	EnginePerSocket bool
+
 	// CQDepth is the depth of each thread's CQ. A thread refuses new engines
 	// once their worst-case completions (SQDepth+RQDepth each, plus SRQDepth)
 	// would not fit. Default 16384.

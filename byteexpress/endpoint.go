@@ -101,8 +101,9 @@ func (ep *Endpoint) Free(b Buffer) error {
 }
 
 // Dial opens a socket to remote. If the connection table has an engine for
-// remote the socket attaches to it; otherwise a new engine is created on the
-// next I/O thread in round-robin order. Success is reported asynchronously
+// remote the socket attaches to it; otherwise (and always with
+// Config.EnginePerSocket) a new engine is created on the next I/O thread in
+// round-robin order. Success is reported asynchronously
 // by an EvConnected event (after the out-of-band exchange for a new engine),
 // failure by EvSocketFailed. Messages may be sent at once; they wait for the
 // engine.
@@ -145,12 +146,17 @@ func (ep *Endpoint) dial(remote Addr, label uint32) (*Socket, error) {
 		return nil, ErrClosed
 	}
 	k := engKey{remote, label}
-	e := ep.table[k]
+	var e *engine
+	if !ep.cfg.EnginePerSocket {
+		e = ep.table[k]
+	}
 	create := e == nil
 	if create {
 		e = ep.newEngine(remote, true)
 		e.label = label
-		ep.table[k] = e
+		if ep.table[k] == nil {
+			ep.table[k] = e
+		}
 	}
 	s := &Socket{id: e.nextSID.Add(1), local: true, eng: e, uid: ep.sockUID.Add(1)}
 	if create && !e.th.push(cmd{kind: cmdCreate, e: e}) {

@@ -445,3 +445,47 @@ func TestThreadCQCapacity(t *testing.T) {
 	}
 	c.shutdown()
 }
+
+// TestEnginePerSocket: by default four sockets dialled to one destination
+// share one engine (one QP pair, §6.1); with Config.EnginePerSocket each
+// gets its own engine and QP pair on both sides, and every socket still
+// delivers its message.
+func TestEnginePerSocket(t *testing.T) {
+	for _, per := range []bool{false, true} {
+		cfg := byteexpress.Config{EnginePerSocket: per}
+		c := newCluster(t, fakeverbsCfg())
+		a := c.addNode("a", cfg)
+		b := c.addNode("b", cfg)
+		var got []rxMsg
+		collect(b, &got)
+		connected := 0
+		a.onEvent = func(n *node, ev byteexpress.Event) {
+			if ev.Kind == byteexpress.EvConnected {
+				connected++
+			}
+		}
+		const socks = 4
+		for k := range socks {
+			s, err := a.ep.Dial("b")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sendPattern(t, a, s, 3000, uint64(k))
+		}
+		c.run(func() bool { return connected == socks && len(got) == socks }, time.Second)
+		want := 1
+		if per {
+			want = socks
+		}
+		if na, nb := a.ep.Stats().Engines, b.ep.Stats().Engines; na != want || nb != want {
+			t.Errorf("engine per socket %v: engines a=%d b=%d, want %d each", per, na, nb, want)
+		}
+		if q := c.net.OpenQPs(); q != 2*want {
+			t.Errorf("engine per socket %v: %d QPs, want %d", per, q, 2*want)
+		}
+		for _, m := range got {
+			b.ep.Free(m.buf)
+		}
+		c.shutdown()
+	}
+}

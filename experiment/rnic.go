@@ -48,6 +48,15 @@ func NICConfig(s *scenarios.Scenario, lineRate int64) (rnic.Config, error) {
 	if r.RxBuffer > 0 {
 		c.RxBuffer = int64(r.RxBuffer)
 	}
+	if m := r.MRCache; m != nil {
+		c.MPTCacheEntries, c.MTTCacheEntries = m.MPTEntries, m.MTTEntries
+		if m.Ways > 0 {
+			c.MRCacheWays = m.Ways
+		}
+		if m.Page > 0 {
+			c.MTTPage = int64(m.Page)
+		}
+	}
 	if r.AckReqEvery > 0 {
 		c.AckReqEvery = r.AckReqEvery
 	}

@@ -63,6 +63,7 @@ rnic:
   units: 3
   cqe_cost: 4ns
   qp_cache_entries: 5
+  mr_cache: {mpt_entries: 34, mtt_entries: 35, ways: 4, page: 2MiB}
   rx_buffer: 6KiB
   ack_req_every: 7
   cnp_prio: 5
@@ -82,6 +83,7 @@ flows: [{src: 0, dst: 1}]
 	w := rnic.Config{PortMTU: 4096, TrafficPrio: 3, CNPPrio: 5, AckReqEvery: 7, RxBuffer: 6 << 10,
 		WQECost: 1 * ns, PacketCost: 2 * ns, Units: 3, DMABandwidth: 9 * units.Gbps, DMAReadLatency: 10 * ns,
 		DMAWriteLatency: 11 * ns, MMIOLatency: 12 * ns, CQECost: 4 * ns, QPCacheEntries: 5,
+		MPTCacheEntries: 34, MTTCacheEntries: 35, MRCacheWays: 4, MTTPage: 2 << 20,
 		PostSendCall: 15 * ns, PostSendPerWQE: 16 * ns, DoorbellCost: 17 * ns, PostRecvCall: 18 * ns, PostRecvPerWQE: 19 * ns,
 		PollCall: 20 * ns, PollPerCQE: 21 * ns, LockAcquire: 22 * ns, LockTransfer: 23 * ns, DedicatedBFRegs: 13, SharedBFRegs: 14,
 		RegMRBase: 24 * ns, RegMRPerPage: 25 * ns, CC: rnic.CCDCQCN, CNPInterval: 33 * sim.Microsecond,

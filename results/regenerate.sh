@@ -82,6 +82,33 @@ go run ./cmd/besim run -q --set outputs.series=all --set outputs.sample_interval
 # byte-identically; results/fig4/bench.txt is the committed run's raw
 # output, and this rebuilds its tables and plots from it, byte-identically (~10 s)
 sh bench/alloc.sh --report
+# QP multiplexing (§6.1): one engine per host pair against one per socket,
+# over the QP context cache size (~25 s)
+Q='pull/count,pull/mean,pull/p50,pull/p99,worker/goodput,cpu/server_util,workload/sockets,workload/engines,nic/server_qp_cache_misses,nic/server_qp_cache_miss_rate,nic/worker_qp_cache_misses,nic/worker_qp_cache_miss_rate'
+go run ./cmd/besim sweep -q --set workload.engine_per_socket=false,true --set rnic.qp_cache_entries=8,16,32,64,128,256,512,1024 \
+	--metrics "$Q" -o results/qp-mux/sweep.json qp-mux
+for ext in png svg; do
+	for m in nic/server_qp_cache_miss_rate pull/count pull/mean; do
+		go run ./cmd/besim plot --x rnic.qp_cache_entries --y "$m" \
+			-title "QP multiplexing: $m by QP cache size, 8 clients x 2 servers x 32 sockets" \
+			-o "results/qp-mux/$(echo "$m" | tr / _).$ext" results/qp-mux/sweep.json
+	done
+done
+# MR translation caches (§5.2): registration in 4 MiB blocks, per buffer,
+# per message; the default point, sweeps of the MPT and MTT cache sizes
+# (assumptions) and the caches off (~5 s)
+go run ./cmd/besim run -q --out results/mr-cache mr-cache
+M='mrcache/block/mmps,mrcache/buffer/mmps,mrcache/message/mmps,mrcache/block/mpt_miss_rate,mrcache/buffer/mpt_miss_rate,mrcache/message/mpt_miss_rate,mrcache/block/mtt_miss_rate,mrcache/buffer/mtt_miss_rate,mrcache/message/mtt_miss_rate'
+go run ./cmd/besim sweep -q --set rnic.mr_cache.mpt_entries=64,256,1024,2048,4096,16384 --metrics "$M" -o results/mr-cache/mpt.json mr-cache
+go run ./cmd/besim sweep -q --set rnic.mr_cache.mtt_entries=256,1024,2048,4096,8192,32768 --metrics "$M" -o results/mr-cache/mtt.json mr-cache
+go run ./cmd/besim sweep -q --set rnic.mr_cache.mpt_entries=0 --set rnic.mr_cache.mtt_entries=0 --metrics "$M" -o results/mr-cache/off.json mr-cache
+for ext in png svg; do
+	for c in mpt mtt; do
+		go run ./cmd/besim plot --x "rnic.mr_cache.${c}_entries" --y mrcache/block/mmps --y mrcache/buffer/mmps --y mrcache/message/mmps \
+			--ylabel "Mmsg/s" -title "4 KiB WRITEs by registration against the $c cache size (2048 buffers, 4 MiB blocks)" \
+			-o "results/mr-cache/$c.$ext" "results/mr-cache/$c.json"
+	done
+done
 # Plots (PNG and SVG; besim plot writes PDF too, by the extension, but a
 # PDF carries its creation time and is not committed). Table 4 with the
 # paper's values as reference points (results/table4/paper.csv).

@@ -36,6 +36,8 @@ const (
 	DefaultMMIOLatency          = 150 * sim.Nanosecond
 	DefaultCQECost              = 20 * sim.Nanosecond
 	DefaultQPCacheEntries       = 1024
+	DefaultMRCacheWays          = 8
+	DefaultMTTPage              = 4096
 
 	DefaultPostSendCall   = 40 * sim.Nanosecond
 	DefaultPostSendPerWQE = 20 * sim.Nanosecond
@@ -83,6 +85,14 @@ type Config struct {
 	MMIOLatency     sim.Time // doorbell write from the CPU until the NIC sees it
 	CQECost         sim.Time // processing unit time to generate one CQE
 	QPCacheEntries  int      // QP context cache (LRU); a miss costs a DMA read round trip
+	// Memory translation caches (MPT: per MR; MTT: per page of MTTPage
+	// bytes), set-associative with MRCacheWays ways and LRU in a set; a
+	// miss costs a DMA read round trip. 0 entries: not modelled (the
+	// default; see the package comment).
+	MPTCacheEntries int
+	MTTCacheEntries int
+	MRCacheWays     int
+	MTTPage         int64
 	// RxBacklogLimit overrides the receive backlog bound derived from
 	// RxBuffer (0: derived).
 	RxBacklogLimit sim.Time
@@ -135,6 +145,8 @@ func DefaultConfig() Config {
 		MMIOLatency:     DefaultMMIOLatency,
 		CQECost:         DefaultCQECost,
 		QPCacheEntries:  DefaultQPCacheEntries,
+		MRCacheWays:     DefaultMRCacheWays,
+		MTTPage:         DefaultMTTPage,
 
 		PostSendCall:    DefaultPostSendCall,
 		PostSendPerWQE:  DefaultPostSendPerWQE,
@@ -180,6 +192,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("rnic: Config.DMABandwidth = %d: must be > 0 bits/s", c.DMABandwidth)
 	case c.QPCacheEntries < 1:
 		return fmt.Errorf("rnic: Config.QPCacheEntries = %d: must be >= 1", c.QPCacheEntries)
+	case c.MPTCacheEntries < 0 || c.MTTCacheEntries < 0:
+		return fmt.Errorf("rnic: Config.MPTCacheEntries = %d, MTTCacheEntries = %d: must be >= 0 (0: not modelled)", c.MPTCacheEntries, c.MTTCacheEntries)
+	case (c.MPTCacheEntries > 0 || c.MTTCacheEntries > 0) && c.MRCacheWays < 1:
+		return fmt.Errorf("rnic: Config.MRCacheWays = %d: must be >= 1 with a translation cache", c.MRCacheWays)
+	case c.MTTCacheEntries > 0 && (c.MTTPage < 4096 || c.MTTPage&(c.MTTPage-1) != 0):
+		return fmt.Errorf("rnic: Config.MTTPage = %d: must be a power of two >= 4096", c.MTTPage)
 	case c.DedicatedBFRegs < 0 || c.SharedBFRegs < 1:
 		return fmt.Errorf("rnic: Config.DedicatedBFRegs = %d, SharedBFRegs = %d: need >= 0 and >= 1", c.DedicatedBFRegs, c.SharedBFRegs)
 	case c.CC != CCNone && c.CC != CCDCQCN:

@@ -102,6 +102,17 @@
 // line-rate time are dropped (RxBufferDrops). The QP context cache is an
 // LRU of QPCacheEntries; a miss costs the unit a DMA read round trip.
 //
+// Memory translation caches (off by default): with MPTCacheEntries or
+// MTTCacheEntries > 0 the NIC looks up the MR (MPT entry: key, bounds,
+// access) and every MTTPage-byte page (MTT entry) a packet's payload
+// touches, when it gathers the payload (send WQEs, READ responses) and when
+// it places one (a SEND's receive buffer, a WRITE's target). The caches are
+// set-associative (MRCacheWays ways, LRU in a set); a miss costs the unit
+// one DMA read round trip, an MPT miss and the packet's MTT misses two
+// dependent ones; deregistration invalidates the MR's entries, so a region
+// registered per message misses every time. Counted in Stats.MPTCache* and
+// MTTCache*. Not translated: the READ requester's placement of responses.
+//
 // Paper Table 2 follows from these costs rather than from constants. For RC,
 // ib_send_bw's 64 KiB message is one WQE segmented by the NIC: 130 ns once,
 // then 64 packets at 1 KiB/212 Gb/s = 38.6 ns each, below the 88.5 ns a
@@ -158,6 +169,14 @@
 //	QPCacheEntries 1024     assumption: context cache sizes are unpublished; RC studies (FaSST OSDI 2016,
 //	                        ScaleRPC EuroSys 2019) see ConnectX throughput fall past hundreds to thousands
 //	                        of active QPs. Miss: one DMAReadLatency of unit time.
+//	MPTCacheEntries, MTTCacheEntries 0 (not modelled): the sizes of ConnectX's on-chip MPT/MTT caches are
+//	                        unpublished. The published evidence is qualitative: LITE (Tsai and Zhang,
+//	                        SOSP 2017, §2.4) reports RDMA performance falling with the number and total size
+//	                        of MRs as the RNIC's SRAM caches of MR metadata and page translations miss,
+//	                        and FaRM (NSDI 2014) registers 2 GB pages to keep translations in the NIC.
+//	                        Default off keeps every committed result unchanged; a scenario that turns them
+//	                        on gives sizes as parameters and sweeps them (results/mr-cache).
+//	MRCacheWays    8        assumption. MTTPage 4096: the host page size (no huge pages).
 //	PostSendCall   40 ns    assumption (mlx5_post_send bookkeeping).
 //	PostSendPerWQE 20 ns    assumption (building one 64 B WQE).
 //	DoorbellCost   150 ns   assumption: BlueFlame write-combined copy plus sfence (mmio_flush_writes),
@@ -188,7 +207,7 @@
 // stream allocates nothing (TestSteadyWriteZeroAllocs).
 //
 // Not modelled: UC, atomics, SQD/SQE, fences, memory windows, asynchronous
-// events, MR translation caches, NIC-generated PFC (receive overflow drops
+// events, NIC-generated PFC (receive overflow drops
 // instead), multiple ports; a full CQ drops CQEs (counted) instead of
 // raising an error.
 package rnic

@@ -27,6 +27,10 @@ type Stats struct {
 	ECNMarked          uint64 // CE-marked data packets received
 	QPCacheHits        uint64
 	QPCacheMisses      uint64
+	MPTCacheHits       uint64 // memory translation caches (zero when not modelled)
+	MPTCacheMisses     uint64
+	MTTCacheHits       uint64
+	MTTCacheMisses     uint64
 	RxBufferDrops      uint64 // arrivals dropped because the receive pipeline was full
 	UDNoRecvDrops      uint64 // UD datagrams dropped for want of a posted receive
 	RxDiscards         uint64 // frames for no QP, a QP in a wrong state, bad Q_Key, duplicates
@@ -71,6 +75,11 @@ type NIC struct {
 	lruHead, lruTail *QP
 	lruN             int
 
+	// Memory translation caches (mrcache.go).
+	mpt, mtt xlateCache
+	mttShift uint
+	mrSeq    uint64
+
 	dcqcnCfg dcqcn.Config
 	st       Stats
 }
@@ -89,6 +98,7 @@ func New(k *sim.Kernel, name string, cfg Config) (*NIC, error) {
 	n.txUnit = make([]sim.Time, cfg.Units)
 	n.rxUnit = make([]sim.Time, cfg.Units)
 	n.wake.Init(k, n, 0)
+	n.initMRCache()
 	return n, nil
 }
 
@@ -178,6 +188,8 @@ func (n *NIC) addMR(m *MR) error {
 		idx = len(n.mrs) - 1
 	}
 	n.mrGn++
+	n.mrSeq++
+	m.cid = n.mrSeq
 	m.key = uint32(idx+1)<<8 | uint32(n.mrGn)
 	n.mrs[idx] = m
 	return nil
@@ -187,6 +199,7 @@ func (n *NIC) delMR(m *MR) {
 	if i := int(m.key>>8) - 1; i >= 0 && i < len(n.mrs) && n.mrs[i] == m {
 		n.mrs[i] = nil
 		n.mrFree = append(n.mrFree, i)
+		n.forgetMR(m)
 	}
 }
 

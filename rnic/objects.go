@@ -258,6 +258,7 @@ type MR struct {
 	length int
 	access verbs.Access
 	key    uint32
+	cid    uint64 // identity in the translation caches (unique per registration)
 	buf    []byte
 	dead   bool
 }

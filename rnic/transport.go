@@ -131,13 +131,21 @@ func (q *QP) prepare(now sim.Time) {
 	var bytes int64
 	first, noDMA, bf := false, false, false
 	avail := sim.Time(0)
+	// What the payload gather translates: a READ response's region, or
+	// the bytes at offset xoff of a WQE's list.
+	var xsgl []verbs.SGE
+	var xmr *MR
+	var xaddr uint64
+	var xoff int64
 	if q.rdN > 0 && (q.state == verbs.StateRTR || q.state == verbs.StateRTS) {
 		j := &q.reads[q.rdHead]
 		bytes = min(q.mtu, j.length-int64(j.sent)*q.mtu)
 		first = j.sent == 0
+		xmr, xaddr = j.mr, j.addr+uint64(int64(j.sent)*q.mtu)
 	} else if q.typ == verbs.UD {
 		w := q.wqe(q.sqHead)
 		bytes, first, noDMA, bf, avail = w.length, true, w.inline, w.bf, w.avail
+		xsgl = w.sgl
 	} else if q.sndPSN != q.maxPSN {
 		w := q.wqe(q.sqCur)
 		k := int64(psnDiff(q.sndPSN, w.firstPSN))
@@ -145,12 +153,14 @@ func (q *QP) prepare(now sim.Time) {
 			bytes = min(q.mtu, w.length-k*q.mtu)
 		}
 		first, noDMA, avail = k == 0 || !q.warm, w.inline, w.avail
+		xsgl, xoff = w.sgl, k*q.mtu
 	} else if q.sqNext != q.sqTail {
 		w := q.wqe(q.sqNext)
 		if w.op != verbs.OpRead {
 			bytes = min(q.mtu, w.length)
 		}
 		first, noDMA, bf, avail = true, w.inline, w.bf, w.avail
+		xsgl = w.sgl
 	}
 	if bytes < 0 {
 		bytes = 0
@@ -164,6 +174,16 @@ func (q *QP) prepare(now sim.Time) {
 	}
 	if first {
 		s += cfg.WQECost
+	}
+	// Memory translation (MPT/MTT cache misses), when modelled.
+	var xl sim.Time
+	if bytes > 0 && !noDMA && n.mrCacheOn() {
+		if xmr != nil {
+			xl = n.xlateMR(xmr, xaddr, bytes)
+		} else {
+			xl = n.xlateSGL(xsgl, xoff, bytes)
+		}
+		s += xl
 	}
 	var dma sim.Time
 	if bytes > 0 && !noDMA {
@@ -183,7 +203,7 @@ func (q *QP) prepare(now sim.Time) {
 	if first {
 		e += cfg.WQECost
 	}
-	e += dma
+	e += xl + dma
 	if cold && dma > 0 {
 		e += cfg.DMAReadLatency // first payload read
 	}
@@ -802,6 +822,11 @@ func (q *QP) respond(now, t sim.Time, p *fabric.Packet) bool {
 		if pay > 0 && !cfg.SizesOnly && len(p.Data) >= int(pay) {
 			n.sgeCopy(q.cur.sgl, q.curOff, p.Data[:pay], true)
 		}
+		if pay > 0 && n.mrCacheOn() {
+			if d := n.xlateSGL(q.cur.sgl, q.curOff, pay); d > 0 {
+				t = n.rxUnitBusy(q, t, d)
+			}
+		}
 		dataAt := n.dmaWrite(now, t, pay)
 		q.curOff += pay
 		if op == opSendLast || op == opSendLastImm || op == opSendOnly || op == opSendOnlyImm {
@@ -840,6 +865,11 @@ func (q *QP) respond(now, t sim.Time, p *fabric.Packet) bool {
 		if pay > 0 && (q.wrMR == nil || !q.wrMR.contains(p.Addr, pay)) {
 			q.respondError(t, synNakRemAccess, verbs.WCSuccess)
 			return false
+		}
+		if pay > 0 && n.mrCacheOn() {
+			if d := n.xlateMR(q.wrMR, p.Addr, pay); d > 0 {
+				t = n.rxUnitBusy(q, t, d)
+			}
 		}
 		dataAt := n.dmaWrite(now, t, pay)
 		if pay > 0 && !cfg.SizesOnly && len(p.Data) >= int(pay) {

@@ -131,6 +131,13 @@ const (
 	defaultPingResponse        = 32 * Byte // the paper's §5.5 response size
 	defaultPeakWarmup          = Duration(2 * sim.Millisecond)
 	defaultPeakDuration        = Duration(5 * sim.Millisecond)
+	defaultMRWarmup            = Duration(200 * sim.Microsecond)
+	defaultMRDuration          = Duration(sim.Millisecond)
+	defaultMRMessage           = 4 * KiB
+	defaultMRRate         Rate = 100 * units.Gbps
+	defaultMRDepth             = 16
+	defaultMRBuffers           = 4096
+	defaultMRBlock             = 4 * MiB // bemalloc's block (paper §5.2)
 	// defaultPeakFragment: Figure 10's largest fragment, which the model
 	// needs at 100 Gb/s and above to come near the line (fragsizesim).
 	defaultPeakFragment = 64 * KiB
@@ -506,5 +513,16 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.large_message", &b.LargeMessage, defaultHOLLarge)
 		def(d, "benchmark.depth", &b.Depth, defaultHOLDepth)
 		def(d, "benchmark.fragment", &b.Fragment, defaultHOLFragment)
+	case MRCacheBench:
+		def(d, "duration", &s.Duration, defaultMRDuration)
+		def(d, "benchmark.warmup", &b.Warmup, defaultMRWarmup)
+		def(d, "benchmark.message", &b.Message, defaultMRMessage)
+		def(d, "benchmark.rate", &b.Rate, defaultMRRate)
+		def(d, "benchmark.depth", &b.Depth, defaultMRDepth)
+		def(d, "benchmark.buffers", &b.Buffers, defaultMRBuffers)
+		def(d, "benchmark.block", &b.Block, defaultMRBlock)
+		if len(b.Registrations) == 0 && !s.present("benchmark.registrations") {
+			b.Registrations = append([]string(nil), RegistrationKinds...)
+		}
 	}
 }

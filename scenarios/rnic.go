@@ -193,6 +193,22 @@ type RNIC struct {
 	Doorbells Doorbells `yaml:"doorbells"`    // the doorbell registers per verbs context
 	CPU       RNICCPU   `yaml:"cpu"`          // CPU costs of provider calls, charged to the calling I/O thread
 	QP        QPAttrs   `yaml:"qp,omitempty"` // rc/ud flows only (benchmarks set their own)
+	// MRCache turns on the NIC's memory translation caches (rnic
+	// Config.MPTCacheEntries and MTTCacheEntries); absent, they are not
+	// modelled (the default: their sizes are unpublished).
+	MRCache *MRCache `yaml:"mr_cache,omitempty"`
+}
+
+// MRCache is the NIC's memory translation caches: MPT (one entry per
+// memory region) and MTT (one per translated page), set-associative with
+// Ways ways and LRU in a set; a miss costs a PCIe read round trip
+// (pcie.read_latency). 0 entries leaves that cache out. No key has a
+// default filled in: ways 0 means 8, page 0 means 4KiB.
+type MRCache struct {
+	MPTEntries int  `yaml:"mpt_entries,omitempty"` // MPT cache entries, one per memory region (0: not modelled)
+	MTTEntries int  `yaml:"mtt_entries,omitempty"` // MTT cache entries, one per translated page (0: not modelled)
+	Ways       int  `yaml:"ways,omitempty"`        // associativity of both caches (0: 8)
+	Page       Size `yaml:"page,omitempty"`        // translation page size, a power of two 4KiB..1GiB (0: 4KiB)
 }
 
 // PCIe is the host interface of the NIC.
@@ -298,9 +314,16 @@ const (
 	// each link-rate/MTU point (paper §5.5, Figure 9): one engine sending
 	// large messages, each answered with 32 bytes, and ib_send_bw.
 	Peak BenchmarkKind = "peak"
+	// MRCacheBench is the memory-registration benchmark (paper §5.2): the
+	// same WRITE traffic from buffers registered in blocks, one region per
+	// buffer, or per message, against the NIC's translation caches.
+	MRCacheBench BenchmarkKind = "mrcache"
 )
 
-var benchmarkKinds = []string{string(Perftest), string(MsgRate), string(Fragsize), string(HOL), string(PingPong), string(Peak)}
+var benchmarkKinds = []string{string(Perftest), string(MsgRate), string(Fragsize), string(HOL), string(PingPong), string(Peak), string(MRCacheBench)}
+
+// RegistrationKinds are the values of benchmark.registrations (mrcache).
+var RegistrationKinds = []string{"block", "buffer", "message"}
 
 // MsgRateThrough is what the msgrate benchmark posts through.
 type MsgRateThrough string
@@ -322,7 +345,7 @@ func (t *MsgRateThrough) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(t), "msgrate path", msgRateThroughs)
 }
 
-// UnmarshalYAML accepts one of perftest, msgrate, fragsize, hol, pingpong, peak.
+// UnmarshalYAML accepts one of perftest, msgrate, fragsize, hol, pingpong, peak, mrcache.
 func (k *BenchmarkKind) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(k), "benchmark kind", benchmarkKinds)
 }
@@ -370,6 +393,10 @@ type Benchmark struct {
 	LargeMessage Size     `yaml:"large_message,omitempty"` // large-flow message size
 	Fragment     Size     `yaml:"fragment,omitempty"`      // fragment size of the fragmented setting
 
+	// mrcache (message, rate and depth above also apply).
+	Registrations []string `yaml:"registrations,omitempty"` // one point per value: block, buffer, message
+	Buffers       int      `yaml:"buffers,omitempty"`       // message buffers cycled
+	Block         Size     `yaml:"block,omitempty"`         // block region size (registration block)
 	// pingpong (points or rates and mtus, and delay above also apply).
 	Messages []Size `yaml:"messages,omitempty"` // one point per message size
 	Response Size   `yaml:"response,omitempty"` // the answer to every message

@@ -60,7 +60,7 @@ func TestRNICErrors(t *testing.T) {
 	}{
 		// Strict keys.
 		{"unknown rnic key", "", "wqe_cost: 130ns", "wqe_cots: 130ns",
-			`r.yaml:10: rnic.wqe_cots: unknown key "wqe_cots", did you mean "wqe_cost"? (allowed keys: cc, payload, wqe_cost, packet_cost, units, cqe_cost, qp_cache_entries, rx_buffer, ack_req_every, cnp_prio, pcie, doorbells, cpu, qp)`},
+			`r.yaml:10: rnic.wqe_cots: unknown key "wqe_cots", did you mean "wqe_cost"? (allowed keys: cc, payload, wqe_cost, packet_cost, units, cqe_cost, qp_cache_entries, rx_buffer, ack_req_every, cnp_prio, pcie, doorbells, cpu, qp, mr_cache)`},
 		{"unknown dcqcn key", "", "g: 1/256", "gain: 1/256",
 			`r.yaml:13: dcqcn.gain: unknown key "gain" (allowed keys: profile, g, initial_alpha, alpha_timer, rate_timer, byte_counter, fast_recovery, ai_rate, hai_rate, min_rate, cnp_interval, decrease_period, alpha_update, target_clamp)`},
 		{"unknown pcie key", "", "{bandwidth: 212Gbps}", "{bandwidth: 212Gbps, lanes: 16}",
@@ -146,9 +146,9 @@ func TestRNICErrors(t *testing.T) {
 		{"benchmark with flows", benchYAML, "name: b\n", "name: b\nflows: [{src: 0, dst: 1}]\n",
 			`r.yaml:2: flows: not used with a benchmark (a scenario has either flows or a benchmark)`},
 		{"benchmark kind missing", benchYAML, "  kind: perftest\n", "",
-			`r.yaml:2: benchmark.kind: missing (required; allowed: perftest, msgrate, fragsize, hol, pingpong, peak)`},
+			`r.yaml:2: benchmark.kind: missing (required; allowed: perftest, msgrate, fragsize, hol, pingpong, peak, mrcache)`},
 		{"benchmark bad kind", benchYAML, "kind: perftest", "kind: ib_write_bw",
-			`r.yaml:3: benchmark.kind: "ib_write_bw" is not a benchmark kind (allowed: perftest, msgrate, fragsize, hol, pingpong, peak)`},
+			`r.yaml:3: benchmark.kind: "ib_write_bw" is not a benchmark kind (allowed: perftest, msgrate, fragsize, hol, pingpong, peak, mrcache)`},
 		{"msgrate key on perftest", benchYAML, "  kind: perftest\n", "  kind: perftest\n  threads: 8\n",
 			`r.yaml:4: benchmark.threads: not used by kind perftest (perftest uses: warmup, message, points, rates, mtus, transports, tx_depth, rx_depth, cq_mod, delay)`},
 		{"points and rates", benchYAML, "  kind: perftest\n", "  kind: perftest\n  rates: [25Gbps]\n  mtus: [1024]\n",
@@ -200,7 +200,7 @@ func TestRNICErrors(t *testing.T) {
 		{"peak raw transport", "name: k\nbenchmark: {kind: peak, points: [{rate: 25Gbps, mtu: 1024}], transports: [raw]}\n", "", "",
 			`r.yaml:2: benchmark.transports[0]: "raw" is not a benchmark transport (allowed: rc, ud)`},
 		{"hol unknown key", "name: h\nbenchmark: {kind: hol, large_flow: [1]}\n", "", "",
-			`r.yaml:2: benchmark.large_flow: unknown key "large_flow", did you mean "large_flows"? (allowed keys: kind, warmup, message, points, rates, mtus, transports, tx_depth, rx_depth, cq_mod, delay, through, threads, qps, thread_domains, rate, depth, signal_every, app_work, jitter, fragments, large_flows, interval, large_message, fragment, messages, response)`},
+			`r.yaml:2: benchmark.large_flow: unknown key "large_flow", did you mean "large_flows"? (allowed keys: kind, warmup, message, points, rates, mtus, transports, tx_depth, rx_depth, cq_mod, delay, through, threads, qps, thread_domains, rate, depth, signal_every, app_work, jitter, fragments, large_flows, interval, large_message, fragment, registrations, buffers, block, messages, response)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

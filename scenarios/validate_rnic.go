@@ -91,6 +91,14 @@ func (v *validator) rnic() {
 	v.countRange(p+".units", r.Units, 1, maxUnits)
 	v.countRange(p+".qp_cache_entries", r.QPCacheEntries, 1, maxCacheQPs)
 	v.countRange(p+".ack_req_every", r.AckReqEvery, 1, 1<<20)
+	if m := r.MRCache; m != nil {
+		v.countRange(p+".mr_cache.mpt_entries", m.MPTEntries, 0, maxCacheQPs)
+		v.countRange(p+".mr_cache.mtt_entries", m.MTTEntries, 0, maxCacheQPs)
+		v.countRange(p+".mr_cache.ways", m.Ways, 0, 1024)
+		if m.Page != 0 && (m.Page < 4096 || m.Page > 1<<30 || m.Page&(m.Page-1) != 0) {
+			v.bad(p+".mr_cache.page", "%s is not allowed (a power of two, 4KiB to 1GiB)", m.Page)
+		}
+	}
 	if r.RxBuffer < 4096 {
 		v.bad(p+".rx_buffer", "%s is too small (at least 4096 bytes)", r.RxBuffer)
 	}
@@ -263,6 +271,7 @@ func (v *validator) benchmark() {
 		{"app_work", b.AppWork != 0}, {"jitter", b.Jitter != 0},
 		{"fragments", len(b.Fragments) > 0}, {"large_flows", len(b.LargeFlows) > 0}, {"interval", b.Interval != 0},
 		{"large_message", b.LargeMessage != 0}, {"fragment", b.Fragment != 0},
+		{"registrations", len(b.Registrations) > 0}, {"buffers", b.Buffers != 0}, {"block", b.Block != 0},
 		{"through", b.Through != ""}, {"messages", len(b.Messages) > 0}, {"response", b.Response != 0},
 	}
 	var uses []string
@@ -279,6 +288,8 @@ func (v *validator) benchmark() {
 		uses = []string{"warmup", "message", "rates", "fragments", "depth", "delay"}
 	case HOL:
 		uses = []string{"warmup", "message", "rate", "large_flows", "interval", "large_message", "depth", "fragment", "delay"}
+	case MRCacheBench:
+		uses = []string{"warmup", "message", "rate", "depth", "registrations", "buffers", "block"}
 	case PingPong:
 		uses = []string{"warmup", "points", "rates", "mtus", "messages", "response", "delay"}
 	case Peak:
@@ -320,6 +331,8 @@ func (v *validator) benchmark() {
 		v.fragsize()
 	case HOL:
 		v.hol()
+	case MRCacheBench:
+		v.mrcache()
 	case PingPong:
 		v.pingpong()
 	case Peak:
@@ -399,6 +412,37 @@ func (v *validator) peak() {
 	v.countRange(p+".depth", b.Depth, 1, maxQueueDepth)
 	if b.Fragment < 64 || b.Message >= 64 && b.Fragment > b.Message {
 		v.bad(p+".fragment", "%s is out of range (allowed: 64B to the message size %s)", b.Fragment, b.Message)
+	}
+}
+
+func (v *validator) mrcache() {
+	b := v.s.Benchmark
+	const p = "benchmark"
+	if len(b.Registrations) == 0 {
+		v.bad(p+".registrations", "empty list (give some of %s, or omit the key for all three)", strings.Join(RegistrationKinds, ", "))
+	}
+	seen := map[string]bool{}
+	for i, r := range b.Registrations {
+		ok := false
+		for _, k := range RegistrationKinds {
+			ok = ok || r == k
+		}
+		if !ok {
+			v.bad(idx(p+".registrations", i), "%q is not a registration (allowed: %s)", r, strings.Join(RegistrationKinds, ", "))
+		}
+		if seen[r] {
+			v.bad(idx(p+".registrations", i), "%s is listed twice", r)
+		}
+		seen[r] = true
+	}
+	if b.Message < 1 || b.Message > 64*MiB {
+		v.bad(p+".message", "%s is out of range (allowed: 1B to 64MiB)", b.Message)
+	}
+	v.benchRate(p+".rate", b.Rate)
+	v.countRange(p+".buffers", b.Buffers, 1, 1<<20)
+	v.countRange(p+".depth", b.Depth, 1, min(maxQueueDepth, max(b.Buffers, 1)))
+	if b.Block < 4*KiB || b.Block > GiB || b.Block < b.Message {
+		v.bad(p+".block", "%s is out of range (allowed: 4KiB to 1GiB, at least message %s)", b.Block, b.Message)
 	}
 }
 

@@ -170,6 +170,15 @@ type Workload struct {
 	// AckTimeout is byteexpress Config.AckTimeout, the RC local ACK
 	// timeout exponent t (4.096 us x 2^t, 1..31); default 14 (67 ms).
 	AckTimeout int `yaml:"ack_timeout,omitempty"`
+	// EnginePerSocket is byteexpress Config.EnginePerSocket: every socket
+	// a client dials gets its own engine (RC QP pair) instead of sharing
+	// the destination's engine (the multiplexing of §6.1). Default false.
+	EnginePerSocket bool `yaml:"engine_per_socket,omitempty"`
+	// Sockets (incast-pull) is the sockets each worker dials to each
+	// server; its pulls to a server go round-robin over them. Default 1
+	// (0 in the normalized scenario). When set, the run also reports the
+	// NICs' QP-cache counters.
+	Sockets int `yaml:"sockets,omitempty"`
 	// Victim adds the victim flow (a perftest-like RC WRITE stream from a
 	// host on the servers' leaf to an idle host on the workers' leaf).
 	// Default true.
@@ -493,9 +502,9 @@ func (v *validator) workload() {
 	s := v.s
 	w := s.Workload
 	const p = "workload"
-	shared := []string{"kind", "servers", "hosts_per_leaf", "spines", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "thread_domains", "sq_depth", "recv_buffer", "ack_timeout", "warmup"}
+	shared := []string{"kind", "servers", "hosts_per_leaf", "spines", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "thread_domains", "sq_depth", "recv_buffer", "ack_timeout", "engine_per_socket", "warmup"}
 	uses := map[WorkloadKind][]string{
-		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows"),
+		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows", "sockets"),
 		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp", "rpc"),
 		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "spines", "request", "outstanding", "response", "window", "fragment", "srq", "thread_domains", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
 	}
@@ -600,6 +609,12 @@ func (v *validator) workload() {
 			v.bad(p+".victim_message", "%s is out of range (allowed: 64B to 64MiB)", w.VictimMessage)
 		}
 		v.countRange(p+".victim_depth", w.VictimDepth, 1, maxQueueDepth)
+		if w.Sockets != 0 || s.present(p+".sockets") {
+			v.countRange(p+".sockets", w.Sockets, 1, maxOutstanding)
+			if cl := w.Workers * max(w.Servers, 1) * w.Sockets; cl > 1<<20 {
+				v.bad(p+".sockets", "%d workers x %d servers x %d sockets is too many sockets (at most %d)", w.Workers, w.Servers, w.Sockets, 1<<20)
+			}
+		}
 	}
 	if w.Warmup < 0 {
 		v.bad(p+".warmup", "%s is negative", w.Warmup)

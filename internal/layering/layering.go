@@ -35,11 +35,11 @@ var SimModels = []string{"pfc", "fabric", "dcqcn", "rnic", "tcpsim", "simhost", 
 
 // SimFree are the workload packages berun can use: no simulator model.
 var SimFree = []string{"workloads", "workloads/app", "workloads/failover", "workloads/ps", "workloads/incast", "workloads/perftest",
-	"workloads/fragsize", "workloads/hol", "workloads/msgrate", "workloads/pingpong", "workloads/peak"}
+	"workloads/fragsize", "workloads/hol", "workloads/msgrate", "workloads/mrcache", "workloads/pingpong", "workloads/peak"}
 
 // Drivers are the workload packages that drive the simulator.
 var Drivers = []string{"workloads/all", "workloads/failover/failoversim", "workloads/flows", "workloads/fragsize/fragsizesim",
-	"workloads/hol/holsim", "workloads/incast/incastsim", "workloads/msgrate/msgratesim", "workloads/perftest/perftestsim", "workloads/ps/pssim",
+	"workloads/hol/holsim", "workloads/incast/incastsim", "workloads/msgrate/msgratesim", "workloads/mrcache/mrcachesim", "workloads/perftest/perftestsim", "workloads/ps/pssim",
 	"workloads/internal/simrun", "workloads/internal/wltest", "workloads/pingpong/pingpongsim", "workloads/peak/peaksim"}
 
 // Graph maps a package (path relative to Module, or a standard library

@@ -10,6 +10,7 @@ import (
 	_ "github.com/besim/besim/workloads/fragsize/fragsizesim" // benchmark fragsize (Figure 10)
 	_ "github.com/besim/besim/workloads/hol/holsim"           // benchmark hol (Figure 13)
 	_ "github.com/besim/besim/workloads/incast/incastsim"     // workload incast-pull (Table 4, Figures 14-15)
+	_ "github.com/besim/besim/workloads/mrcache/mrcachesim"   // benchmark mrcache (§5.2, MR translation caches)
 	_ "github.com/besim/besim/workloads/msgrate/msgratesim"   // benchmark msgrate (Figure 11)
 	_ "github.com/besim/besim/workloads/peak/peaksim"         // benchmark peak (Figure 9)
 	_ "github.com/besim/besim/workloads/perftest/perftestsim" // benchmark perftest (Table 2)

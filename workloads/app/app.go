@@ -31,7 +31,7 @@ func Sizes(d scenarios.SizeDist) SizeDist {
 
 // Engine is the ByteExpress engine configuration a workload scenario sets
 // (window, fragment size, SRQ, thread domains, send-queue depth, receive
-// buffers, ACK timeout); the rest keeps the core's defaults.
+// buffers, ACK timeout, one engine per socket); the rest keeps the core's defaults.
 func Engine(w *scenarios.Workload) byteexpress.Config {
 	var c byteexpress.Config
 	c.Cwnd = int(w.Window.Bytes())
@@ -40,5 +40,6 @@ func Engine(w *scenarios.Workload) byteexpress.Config {
 	c.NoThreadDomains = !w.ThreadDomainsOn()
 	c.SQDepth, c.RecvBufSize = w.SQDepth, int(w.RecvBuffer)
 	c.AckTimeout = uint8(w.AckTimeout) // validated 0..31
+	c.EnginePerSocket = w.EnginePerSocket
 	return c
 }

@@ -57,6 +57,11 @@ type Config struct {
 	// BandwidthFlows are more such bandwidth tests, from hosts on the
 	// servers' leaf into the workers (round-robin), adding to the incast.
 	BandwidthFlows int
+	// Sockets is the sockets each worker opens to each server (0: one);
+	// the runner spreads a worker's pulls to a server round-robin over
+	// them. With the engines multiplexed (the default) they share one
+	// engine per host pair; with one engine per socket each is a QP pair.
+	Sockets int
 	// Warmup is excluded from the statistics; Measure is the measured
 	// interval.
 	Warmup, Measure sim.Time
@@ -98,6 +103,8 @@ func (c *Config) Prepare() error {
 		c.Measure = sim.Millisecond
 	}
 	switch {
+	case c.Sockets < 0:
+		return errors.New("workloads: incast sockets per worker-server pair must be >= 0 (0: one)")
 	case c.Workers < 1 || c.Servers < 0 || c.BandwidthFlows < 0:
 		return errors.New("workloads: incast needs workers >= 1, servers >= 0, bandwidth flows >= 0")
 	case c.Request < HeaderSize:
@@ -129,7 +136,7 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 	cfg := Config{HostsPerLeaf: w.HostsPerLeaf, Spines: w.Spines, Workers: w.Workers, Servers: w.Servers,
 		Request: int(w.Request), Outstanding: w.Outstanding, Rate: w.Rate,
 		Victim: w.VictimOn(), VictimMessage: int(w.VictimMessage), VictimWindow: w.VictimDepth,
-		BandwidthFlows: w.BandwidthFlows, Warmup: w.Warmup.Time(), Measure: s.Duration.Time(), Seed: s.Seed,
+		BandwidthFlows: w.BandwidthFlows, Sockets: w.Sockets, Warmup: w.Warmup.Time(), Measure: s.Duration.Time(), Seed: s.Seed,
 		Response: app.Sizes(w.Response)}
 	if err := cfg.Response.Prepare(); err != nil {
 		return cfg, s.Errorf("workload.response", "%v", err)

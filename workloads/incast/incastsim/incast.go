@@ -62,11 +62,16 @@ type Result struct {
 	ServerCPU    float64            // mean I/O-thread utilisation of a server over the measured interval
 	WorkerCPU    float64            // mean of a worker
 	VictimPaused sim.Time           // how long the victim sender's uplink was paused (whole run)
-	Report       *fabric.Report     // fabric counters at the end
-	Setup        sim.Time           // virtual time until every socket was connected
-	PoolWarm     sim.Time           // and until every request slot had completed once
-	Events       uint64
-	Errors       []error
+	// QP context cache lookups of the servers' and the workers' NICs in
+	// the measured interval.
+	ServerQPHits, ServerQPMisses uint64
+	WorkerQPHits, WorkerQPMisses uint64
+	Engines                      int            // ByteExpress engines of all workers at the end of the interval
+	Report                       *fabric.Report // fabric counters at the end
+	Setup                        sim.Time       // virtual time until every socket was connected
+	PoolWarm                     sim.Time       // and until every request slot had completed once
+	Events                       uint64
+	Errors                       []error
 }
 
 // Layout returns the topology Run builds: leaves of HostsPerLeaf
@@ -114,7 +119,11 @@ func Run(cfg Config) (*Result, error) {
 		// A worker's one I/O thread holds an engine per server: size its CQ
 		// for all of them (the byteexpress default, 16384, fits 256).
 		d := sc.BE.Defaults()
-		sc.BE.CQDepth = max(d.CQDepth, (cfg.Servers+cfg.Workers+8)*(d.SQDepth+d.RQDepth))
+		engines := cfg.Servers + cfg.Workers
+		if sc.BE.EnginePerSocket {
+			engines *= max(1, cfg.Sockets)
+		}
+		sc.BE.CQDepth = max(d.CQDepth, (engines+8)*(d.SQDepth+d.RQDepth))
 	}
 	c, err := simhost.New(sc)
 	if err != nil {
@@ -136,7 +145,7 @@ func Run(cfg Config) (*Result, error) {
 	// Connection setup (engine creation, QP and memory registration) takes
 	// virtual time that grows with the engine count; the warmup starts once
 	// every socket is connected.
-	want := cfg.Workers * cfg.Servers
+	want := cfg.Workers * cfg.Servers * max(1, cfg.Sockets)
 	for run.connected < want && c.Now() < simrun.SetupLimit {
 		c.RunFor(20 * sim.Microsecond)
 	}
@@ -225,13 +234,18 @@ func (r *incastRun) setup(hpl int) error {
 		w.timer.Init(r.c.Kernel(), arrivals{w}, 0)
 		h.SetApp(w)
 		h.Listen() // bandwidth flows come in
+		w.per = max(1, cfg.Sockets)
+		w.up = make([]int, len(r.servers))
+		w.rr = make([]int, len(r.servers))
 		for j, s := range r.servers {
-			sk, err := h.Dial(s)
-			if err != nil {
-				return err
+			for range w.per {
+				sk, err := h.Dial(s)
+				if err != nil {
+					return err
+				}
+				w.socks = append(w.socks, sk)
+				w.index[sk] = j
 			}
-			w.socks = append(w.socks, sk)
-			w.index[sk] = j
 		}
 	}
 	if cfg.Victim {
@@ -256,15 +270,23 @@ type snap struct {
 	workerRx, victimRx uint64
 	serverCPU          sim.Time
 	workerCPU          sim.Time
+	wHit, wMiss        uint64
+	sHit, sMiss        uint64
 }
 
 func (r *incastRun) snapshot() snap {
 	var s snap
 	for _, h := range r.workers {
-		s.workerRx += h.NIC().Stats().RxPayload
+		st := h.NIC().Stats()
+		s.workerRx += st.RxPayload
+		s.wHit += st.QPCacheHits
+		s.wMiss += st.QPCacheMisses
 		s.workerCPU += h.CPUBusy()
 	}
 	for _, h := range r.servers {
+		st := h.NIC().Stats()
+		s.sHit += st.QPCacheHits
+		s.sMiss += st.QPCacheMisses
 		s.serverCPU += h.CPUBusy()
 	}
 	if r.vrx != nil {
@@ -280,7 +302,12 @@ func (r *incastRun) result(s0 snap) *Result {
 		WorkerGbps:   float64(s1.workerRx-s0.workerRx) * 8 / sec / 1e9,
 		VictimGbps:   float64(s1.victimRx-s0.victimRx) * 8 / sec / 1e9,
 		ResponseMean: r.cfg.Response.MeanSize(),
-		Report:       r.c.Network().Report()}
+		Report:       r.c.Network().Report(),
+		ServerQPHits: s1.sHit - s0.sHit, ServerQPMisses: s1.sMiss - s0.sMiss,
+		WorkerQPHits: s1.wHit - s0.wHit, WorkerQPMisses: s1.wMiss - s0.wMiss}
+	for _, h := range r.workers {
+		res.Engines += h.Endpoint().Stats().Engines
+	}
 	span := float64(r.to - r.from)
 	if n := len(r.servers); n > 0 {
 		res.ServerCPU = float64(s1.serverCPU-s0.serverCPU) / span / float64(n)
@@ -298,14 +325,18 @@ func (r *incastRun) result(s0 snap) *Result {
 
 // ---- applications (one long-lived value per host; no closure per message) ----
 
-// workerApp drives a worker (incast.Worker) over its sockets, one per
-// server. It also sinks bandwidth flows.
+// workerApp drives a worker (incast.Worker) over its sockets, per (one
+// by default) to each server: server j's are socks[j*per:(j+1)*per], its
+// pulls go round-robin over them. It also sinks bandwidth flows.
 type workerApp struct {
 	run   *incastRun
 	h     *simhost.Host
 	m     *incast.Worker
 	socks []*byteexpress.Socket
 	index map[*byteexpress.Socket]int // socket -> server
+	per   int                         // sockets per server
+	up    []int                       // sockets connected per server
+	rr    []int                       // next socket per server
 	timer sim.Timer
 }
 
@@ -328,7 +359,9 @@ func (w *workerApp) do(out *incast.Out) {
 			return
 		}
 		s.Header.Put(buf.Bytes())
-		if err := w.socks[s.Server].Send(buf, s.Size); err != nil {
+		k := s.Server*w.per + w.rr[s.Server]
+		w.rr[s.Server] = (w.rr[s.Server] + 1) % w.per
+		if err := w.socks[k].Send(buf, s.Size); err != nil {
 			_ = w.h.Free(buf)
 			w.run.Fail(err)
 		}
@@ -349,7 +382,11 @@ func (w *workerApp) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 			r.Fail(fmt.Errorf("%s: a socket it did not dial connected", h.Name()))
 			return
 		}
-		w.do(w.m.Connected(srv, h.Now()))
+		// The worker starts on a server once all its sockets to it are
+		// connected.
+		if w.up[srv]++; w.up[srv] == w.per {
+			w.do(w.m.Connected(srv, h.Now()))
+		}
 	case byteexpress.EvMessage:
 		now := h.Now()
 		hd, err := incast.ParseHeader(ev.Buf.Bytes()[:ev.Len])

@@ -176,3 +176,40 @@ func TestSpinesSpreadIncast(t *testing.T) {
 		t.Errorf("PFC frames %v: one spine should pause, four should not", pfc)
 	}
 }
+
+// TestEnginePerSocketQPCache: 4 workers each open 8 sockets to one server,
+// one pull outstanding per socket, and the NICs cache 16 QP contexts.
+// Multiplexed, the server's NIC holds 4 QPs and never misses after setup;
+// with one engine per socket it holds 32, more than it caches, and misses;
+// with a cache of 64 it does not. Every pull completes in all three.
+func TestEnginePerSocketQPCache(t *testing.T) {
+	run := func(per bool, entries int) *Result {
+		t.Helper()
+		cfg := incastCfg(1, 0, 0)
+		cfg.Victim = false
+		cfg.Workers, cfg.Sockets, cfg.Outstanding = 4, 8, 8
+		cfg.Response = app.SizeDist{Kind: app.Fixed, Size: 2048}
+		cfg.Cluster.BE.EnginePerSocket = per
+		cfg.Cluster.NIC.QPCacheEntries = entries
+		r, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Errors) > 0 || r.Pulls == 0 || r.Unfinished > 0 {
+			t.Fatalf("per socket %v, cache %d: %d pulls, %d unfinished, errors %v", per, entries, r.Pulls, r.Unfinished, r.Errors)
+		}
+		t.Logf("engine per socket %-5v cache %3d: %d engines, server QP-cache misses %d (hits %d), %d pulls, mean %.2f us",
+			per, entries, r.Engines, r.ServerQPMisses, r.ServerQPHits, r.Pulls, r.Latency.Mean()/1e3)
+		return r
+	}
+	mux, per, perBig := run(false, 16), run(true, 16), run(true, 64)
+	if mux.Engines != 4 || per.Engines != 32 {
+		t.Fatalf("engines: multiplexed %d (want 4), per socket %d (want 32)", mux.Engines, per.Engines)
+	}
+	if mux.ServerQPMisses != 0 || perBig.ServerQPMisses != 0 {
+		t.Errorf("QP-cache misses with the QPs cached: multiplexed %d, per socket with 64 entries %d", mux.ServerQPMisses, perBig.ServerQPMisses)
+	}
+	if per.ServerQPMisses < uint64(per.Pulls)/4 {
+		t.Errorf("per socket, 32 QPs over 16 entries: %d misses for %d pulls", per.ServerQPMisses, per.Pulls)
+	}
+}

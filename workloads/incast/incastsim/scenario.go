@@ -77,6 +77,24 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 	r.Add("cpu/server_util", res.ServerCPU, "")
 	r.Add("cpu/worker_util", res.WorkerCPU, "")
 	r.Add("workload/setup", res.Setup.Seconds()*1e6, "us")
+	if cfg.Sockets > 0 {
+		// The multiplexing experiment (workload.sockets set): sockets,
+		// engines and the NICs' QP context caches over the interval.
+		// Left out otherwise, so earlier incast results keep their
+		// metrics.
+		rate := func(miss, hit uint64) float64 {
+			if miss+hit == 0 {
+				return 0
+			}
+			return float64(miss) / float64(miss+hit)
+		}
+		r.Add("workload/sockets", float64(cfg.Workers*cfg.Servers*cfg.Sockets), "")
+		r.Add("workload/engines", float64(res.Engines), "")
+		r.Add("nic/server_qp_cache_misses", float64(res.ServerQPMisses), "")
+		r.Add("nic/server_qp_cache_miss_rate", rate(res.ServerQPMisses, res.ServerQPHits), "")
+		r.Add("nic/worker_qp_cache_misses", float64(res.WorkerQPMisses), "")
+		r.Add("nic/worker_qp_cache_miss_rate", rate(res.WorkerQPMisses, res.WorkerQPHits), "")
+	}
 
 	tbl := report.Table{Name: "incast", Title: "Synthetic incast (paper Figure 14): pulls, bandwidth, PFC", KeyName: "window",
 		Columns: []report.Column{{Name: "servers"}, {Name: "pulls"}, {Name: "P50", Unit: "us"}, {Name: "P99", Unit: "us"},
