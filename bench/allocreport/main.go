@@ -20,6 +20,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -137,7 +140,7 @@ func median(xs []float64) float64 {
 // (allocators, then threads), metrics for bemalloc's rate relative to the
 // size-classed sync.Pool.
 func build(p *parsed) *report.Result {
-	r := &report.Result{Tool: "go test -bench", Scenario: "fig4 (bemalloc BenchmarkAlloc)", Duration: "wall clock"}
+	r := &report.Result{Tool: "bench", Scenario: "fig4 (bemalloc BenchmarkAlloc)", Duration: "wall clock"}
 	for _, h := range p.header {
 		r.Notes = append(r.Notes, "machine: "+h[0]+": "+h[1])
 	}
@@ -190,6 +193,32 @@ func build(p *parsed) *report.Result {
 	return r
 }
 
+// provenance fills in a benchmark result's provenance: what a scenario is to
+// a simulation, the benchmark's raw output is to this report. Its digest is
+// the SHA-256 of that output, and its "resolved scenario" the header facts
+// the script recorded (command, code, machine, go), so a committed result
+// says what was measured where. Tool version and revision are unknown, as
+// in every committed result; the measured code is in the header's "code".
+func provenance(r *report.Result, p *parsed, text []byte) error {
+	r.Format = report.Format
+	r.ToolVersion, r.Revision = "unknown", "unknown"
+	sum := sha256.Sum256(text)
+	r.ScenarioSHA256 = hex.EncodeToString(sum[:])
+	facts := map[string]string{}
+	for _, h := range p.header {
+		facts[h[0]] = h[1]
+	}
+	if facts["command"] == "" {
+		return errors.New("the benchmark output has no '# command:' header line (bench/alloc.sh writes it)")
+	}
+	b, err := json.Marshal(facts) // map keys come out sorted: deterministic
+	if err != nil {
+		return err
+	}
+	r.ResolvedScenario = b
+	return nil
+}
+
 func run(in, dir string) error {
 	text, err := os.ReadFile(in)
 	if err != nil {
@@ -200,6 +229,9 @@ func run(in, dir string) error {
 		return fmt.Errorf("%s: %w", in, err)
 	}
 	r := build(p)
+	if err := provenance(r, p, text); err != nil {
+		return err
+	}
 	files := map[string]func(*bytes.Buffer) error{
 		"result.json": func(b *bytes.Buffer) error { return r.WriteJSON(b) },
 		"fig4.md": func(b *bytes.Buffer) error {
