@@ -371,6 +371,7 @@ var (
 	Replayed = []string{"ps-cluster", "incast-pull", "failover", "perftest", "fragsize", "hol", "msgrate", "flows"}
 	Refused  = map[string]string{
 		"pingpong": "berun does not replay the pingpong benchmark (Figure 8) yet: no berun role drives its one-message-outstanding client and server over the core (workloads/pingpong); simulate it with besim",
+		"mrcache":  "berun does not replay the memory-registration benchmark (§5.2) yet: no berun role drives its poster (workloads/mrcache) over the verbs, and a real NIC's MPT/MTT cache misses are not counted by any counter berun reads; simulate it with besim",
 		"peak":     "berun does not replay the peak benchmark (Figure 9) yet: no berun role runs its ByteExpress peak-throughput engine beside perftest (workloads/peak); replay fig10's fragsize benchmark and table2's perftest for the two halves, or simulate it with besim",
 	}
 )
