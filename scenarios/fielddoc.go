@@ -222,6 +222,7 @@ var fieldDocs = map[string]string{
 	"Workload.Rankers":         "inference clients",
 	"Workload.Rate":            "Rate > 0 selects open-loop Poisson arrivals instead: requests per second from each worker to each server.",
 	"Workload.RecvBuffer":      "bytes of each receive buffer and send staging slot (byteexpress Config.RecvBufSize)",
+	"Workload.Replicas":        "Replicas is how many parameter servers hold each shard group: the group of server i (the shards hashed to it) is also on servers i+1, ..., i+replicas-1 (mod servers), and the RPC layer's replica selection chooses one per call, the primary first (package ps, ReplicaSet). 1 to servers; more than 1 needs rpc (nothing else chooses a replica). Default 1 (unset: 1, not filled in, so resolved scenarios that predate the key are unchanged).",
 	"Workload.Request":         "fetch request size; default 64B",
 	"Workload.Response":        "default lognormal, mean 20KB, p99 50KB (paper §2.1)",
 	"Workload.SQDepth":         "SQDepth and RecvBuffer are byteexpress Config.SQDepth (send WRs per engine, default 32) and Config.RecvBufSize (each receive buffer and send staging slot, default 8KiB). Every engine registers SQDepth x RecvBuffer of staging memory, so production fan-in needs them small.",

@@ -207,6 +207,14 @@ type Workload struct {
 	// fabric and hosts). The rest of the scenario stays as it is.
 	Transport WorkloadTransport `yaml:"transport,omitempty"`
 	TCP       *TCP              `yaml:"tcp,omitempty"` // transport tcp only
+	// Replicas is how many parameter servers hold each shard group: the
+	// group of server i (the shards hashed to it) is also on servers
+	// i+1, ..., i+replicas-1 (mod servers), and the RPC layer's replica
+	// selection chooses one per call, the primary first (package ps,
+	// ReplicaSet). 1 to servers; more than 1 needs rpc (nothing else
+	// chooses a replica). Default 1 (unset: 1, not filled in, so resolved
+	// scenarios that predate the key are unchanged).
+	Replicas int `yaml:"replicas,omitempty"`
 
 	// failover only (shards is shared with ps-cluster: the replica sets).
 	Clients int `yaml:"clients,omitempty"` // default 2
@@ -505,7 +513,7 @@ func (v *validator) workload() {
 	shared := []string{"kind", "servers", "hosts_per_leaf", "spines", "request", "response", "outstanding", "rate", "window", "fragment", "srq", "thread_domains", "sq_depth", "recv_buffer", "ack_timeout", "engine_per_socket", "warmup"}
 	uses := map[WorkloadKind][]string{
 		IncastPull: append(append([]string(nil), shared...), "workers", "victim", "victim_message", "victim_depth", "bandwidth_flows", "sockets"),
-		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp", "rpc"),
+		PSCluster:  append(append([]string(nil), shared...), "shards", "rankers", "trainers", "fan_out", "trainer_shards", "compute", "push", "transport", "tcp", "rpc", "replicas"),
 		Failover:   {"kind", "shards", "clients", "hosts_per_leaf", "spines", "request", "outstanding", "response", "window", "fragment", "srq", "thread_domains", "sq_depth", "recv_buffer", "ack_timeout", "warmup", "rpc", "keepalive", "tcp_fallback"},
 	}
 	switch w.Kind {
@@ -578,6 +586,7 @@ func (v *validator) workload() {
 			v.bad(p+".request", "%s is too small for a ps-cluster (at least 24B: slot, send time, op, shard count)", w.Request)
 		}
 		v.tcp(p)
+		v.replicas(p)
 	} else {
 		v.countRange(p+".workers", w.Workers, 1, maxWorkloadHosts)
 		if vv := map[bool]int{true: 1}[w.VictimOn()]; w.Workers+vv > w.HostsPerLeaf {
@@ -714,6 +723,22 @@ func (v *validator) rpc(p string) {
 	v.countRange(p+".rpc.max_attempts", r.MaxAttempts, 1, 100)
 	v.countRange(p+".rpc.max_conn_failures", r.MaxConnFailures, 1, 1_000_000)
 	v.countRange(p+".rpc.max_req_failures", r.MaxReqFailures, 1, 1_000_000)
+}
+
+// replicas checks workload.replicas of a ps-cluster (0: unset, one).
+func (v *validator) replicas(p string) {
+	w := v.s.Workload
+	if w.Replicas == 0 && !v.s.present(p+".replicas") {
+		return
+	}
+	switch {
+	case w.Replicas < 1:
+		v.bad(p+".replicas", "%d: allowed 1 to servers (%d): how many servers hold each shard group", w.Replicas, w.Servers)
+	case w.Replicas > w.Servers:
+		v.bad(p+".replicas", "%d is more than the %d servers (each replica of a shard group is on a different server)", w.Replicas, w.Servers)
+	case w.Replicas > 1 && !w.RPCOn():
+		v.bad(p+".replicas", "%d needs the RPC layer (rpc: true): its replica selection is what chooses a replica per call; without it every request goes to the primary", w.Replicas)
+	}
 }
 
 // tcp checks the ps-cluster transport and its tcp section.

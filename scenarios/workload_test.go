@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"github.com/besim/besim/sim"
 	"os"
 	"strings"
@@ -295,5 +296,52 @@ func TestPSClusterRPCKey(t *testing.T) {
 	fo = []byte(strings.Replace(string(fo), "  rpc: {connect_timeout: 10ms, request_timeout: 40ms, retry_prob: 100%, max_attempts: 5}", "  rpc: false", 1))
 	if _, err := Parse("f.yaml", fo); err == nil || !strings.Contains(err.Error(), "workload.rpc: false: failover always runs through the RPC layer") {
 		t.Errorf("failover rpc: false: %v", err)
+	}
+}
+
+// workload.replicas under ps-cluster: left out it stays 0 (one replica,
+// not filled in, so resolved scenarios that predate it are unchanged);
+// 1 to servers with the RPC layer on; more than one without it, fewer
+// than one, more than the servers or under another kind is refused with
+// the reason.
+func TestPSClusterReplicasKey(t *testing.T) {
+	base := strings.Replace(workloadYAML, "kind: incast-pull", "kind: ps-cluster\n  rankers: 2", 1)
+	with := func(extra string) (*Scenario, error) {
+		return Parse("w.yaml", []byte(strings.Replace(base, "rankers: 2", "rankers: 2\n  "+extra, 1)))
+	}
+	s, err := Parse("w.yaml", []byte(base))
+	if err != nil || s.Workload.Replicas != 0 {
+		t.Fatalf("left out: %v, replicas %d", err, s.Workload.Replicas)
+	}
+	if b, _ := s.YAML(); strings.Contains(string(b), "replicas") {
+		t.Error("left out: the printed scenario names replicas")
+	}
+	servers := s.Workload.Servers
+	for _, y := range []string{"replicas: 1", "replicas: 2\n  rpc: true", fmt.Sprintf("replicas: %d\n  rpc: {request_timeout: 1ms}", servers)} {
+		s, err := with(y)
+		if err != nil {
+			t.Errorf("%q: %v", y, err)
+			continue
+		}
+		b, _ := s.YAML()
+		if s2, err := Parse("p.yaml", b); err != nil || s2.Workload.Replicas != s.Workload.Replicas {
+			t.Errorf("%q printed and loaded again: %v", y, err)
+		}
+	}
+	for _, c := range []struct{ yaml, want string }{
+		{"replicas: 0", "workload.replicas: 0: allowed 1 to servers"},
+		{"replicas: -1\n  rpc: true", "workload.replicas: -1: allowed 1 to servers"},
+		{fmt.Sprintf("replicas: %d\n  rpc: true", servers+1), fmt.Sprintf("workload.replicas: %d is more than the %d servers", servers+1, servers)},
+		{"replicas: 2", "workload.replicas: 2 needs the RPC layer (rpc: true)"},
+		{"replicas: 2\n  rpc: false", "workload.replicas: 2 needs the RPC layer (rpc: true)"},
+	} {
+		if _, err := with(c.yaml); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.yaml, err, c.want)
+		}
+	}
+	fo, _ := builtinFS.ReadFile("builtin/failover.yaml")
+	fo = []byte(strings.Replace(string(fo), "  kind: failover\n", "  kind: failover\n  replicas: 2\n", 1))
+	if _, err := Parse("f.yaml", fo); err == nil || !strings.Contains(err.Error(), "workload.replicas: not used by kind failover") {
+		t.Errorf("failover replicas: %v", err)
 	}
 }

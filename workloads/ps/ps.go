@@ -53,6 +53,12 @@ type Config struct {
 	Seed              uint64
 	// Transport is RDMA (default: ByteExpress) or TCP (kernel TCP).
 	Transport string
+	// Replicas is how many servers hold each shard group (ReplicaSet);
+	// 0 or 1: one, the paper's Figure 1 without replication. More than
+	// one needs a runner whose clients choose among them (besim's RPC
+	// layer, pssim Config.RPC); Prepare checks only 1 <= Replicas <=
+	// Servers.
+	Replicas int
 }
 
 // The message header, shared by besim's simulation and berun's roles: slot
@@ -98,6 +104,9 @@ func (c *Config) Defaults() {
 	if c.Measure == 0 {
 		c.Measure = 2 * sim.Millisecond
 	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
 }
 
 // Transports a PS cluster can run over.
@@ -119,6 +128,8 @@ func (c *Config) Prepare() error {
 		return fmt.Errorf("workloads: ps needs request >= %d, ranker outstanding >= 1, rate and compute >= 0", HeaderSize)
 	case c.Transport != "" && c.Transport != RDMA && c.Transport != TCP:
 		return fmt.Errorf("workloads: ps transport %q: allowed rdma, tcp", c.Transport)
+	case c.Replicas < 0 || c.Replicas > c.Servers:
+		return fmt.Errorf("workloads: ps replicas %d: allowed 1 to servers (%d)", c.Replicas, c.Servers)
 	}
 	for _, d := range []*app.SizeDist{&c.FetchResponse, &c.PushSize} {
 		if err := d.Prepare(); err != nil {
@@ -143,6 +154,24 @@ func (c *Config) ReplySize(rng *rand.Rand, op byte, shards int) int {
 		n += c.FetchResponse.Sample(rng)
 	}
 	return max(n, HeaderSize)
+}
+
+// ReplicaSet is the servers holding shard group g (the shards ShardServers
+// places on server g) when each group has replicas copies, in preference
+// order: g itself (the primary, where ShardServers puts the group), then
+// g+1, ..., g+replicas-1, modulo servers (chained declustering: server i
+// also holds the groups of its replicas-1 predecessors). With replicas 1 it
+// is [g]. The paper places whole replicas of the n shards in different
+// mini-pods (§7.2, "Replication across failure domains"); the ps-cluster's
+// fabric has no mini-pods, so the copies share the servers instead: R
+// replicas cost no extra hosts, and a failed server's load moves onto its
+// successors (the capacity the paper says the policy depends on).
+func ReplicaSet(g, replicas, servers int) []int {
+	out := make([]int, replicas)
+	for k := range out {
+		out[k] = (g + k) % servers
+	}
+	return out
 }
 
 // ShardServers places shards on servers by hashing the shard id (FNV-1a of

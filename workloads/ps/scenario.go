@@ -14,7 +14,7 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 	cfg := Config{HostsPerLeaf: w.HostsPerLeaf, Spines: w.Spines, Servers: w.Servers, Shards: w.Shards,
 		Rankers: w.Rankers, Trainers: w.Trainers, Request: int(w.Request), FanOut: w.FanOut,
 		RankerOutstanding: w.Outstanding, RankerRate: w.Rate, FetchResponse: app.Sizes(w.Response),
-		TrainerShards: w.TrainerShards, Warmup: w.Warmup.Time(), Measure: s.Duration.Time(), Seed: s.Seed}
+		TrainerShards: w.TrainerShards, Replicas: w.Replicas, Warmup: w.Warmup.Time(), Measure: s.Duration.Time(), Seed: s.Seed}
 	if w.Compute != nil {
 		cfg.Compute = max(w.Compute.Time(), 1)
 	}

@@ -43,9 +43,10 @@ type Config struct {
 	// fabric; Cluster.NIC, BE, Pool and CPU are then unused).
 	TCP tcpsim.Config
 	// Faults are injected from the start of the measured interval (their
-	// At is relative to it). Host faults (crash, QP error) need replicas
-	// to recover to, which this workload does not have: see
-	// workloads/failover.
+	// At is relative to it). They are the network's (loss, a link down, a
+	// PFC storm): a black-holed server is a loss of every frame at its
+	// host port. Host faults (crash, QP error) need host models with the
+	// recovery layer: see workloads/failover.
 	Faults []faults.Spec
 	// RPC, when not nil, sends every fetch and push of the clients through
 	// the RPC layer (byteexpress/rpc) with this policy (rpc.go says how);
@@ -161,6 +162,18 @@ func Run(cfg Config) (*Result, error) {
 	var err error
 	if cfg.RPC != nil && cfg.Transport == ps.TCP {
 		return nil, errors.New("workloads: ps: the RPC layer (byteexpress/rpc) runs over ByteExpress: it needs transport rdma, not tcp")
+	}
+	if cfg.Replicas > 1 && cfg.RPC == nil {
+		return nil, fmt.Errorf("workloads: ps: %d replicas need the RPC layer (Config.RPC): its replica selection is what chooses a replica per call", cfg.Replicas)
+	}
+	if cfg.RPC != nil {
+		// A client and a server are on different leaves, joined by one
+		// path per spine (each path index pins its connection to another
+		// uplink, see fabric.Packet.Path): with one spine the ladder
+		// skips the path change (rpc.go).
+		rc := *cfg.RPC
+		rc.Paths = min(rc.Paths, cfg.Spines)
+		cfg.RPC = &rc
 	}
 	if cfg.Transport == ps.TCP {
 		err = r.buildTCP(sc.Fabric, cl*hpl)
@@ -278,7 +291,14 @@ func (r *psRun) buildRDMA(sc simhost.Config, firstServer int) error {
 		pc.h = h
 		h.SetApp(pc)
 		for _, s := range r.servers {
-			sk, err := h.Dial(s)
+			var sk *byteexpress.Socket
+			var err error
+			if cfg.RPC != nil {
+				// The RPC layer's path 0 (rpc.go, psDialer).
+				sk, err = h.Endpoint().DialPath(s.Addr(), 0)
+			} else {
+				sk, err = h.Dial(s)
+			}
 			if err != nil {
 				return err
 			}

@@ -427,3 +427,129 @@ func TestPSSeries(t *testing.T) {
 		t.Error("two runs give different series")
 	}
 }
+
+// firstServer is the fabric host index of ps server 0 under c: the
+// clients fill whole leaves from host 0, the servers start on the next.
+func firstServer(c Config) int {
+	d := c.Config
+	d.Defaults()
+	hpl := d.HostsPerLeaf
+	return (d.Rankers + d.Trainers + hpl - 1) / hpl * hpl
+}
+
+// TestPSRPCReplicaTakesOver: ps server 0 is black-holed (every frame at
+// its host port dropped, both ways) from the start of the measured
+// interval. With the RPC layer and two replicas per shard group, the
+// calls of group 0 time out after Tr, are retried (every time: retry
+// probability 1), walk the ladder (two path changes to server 0, which
+// cannot help: every path ends at its port) and are answered by the
+// group's replica, server 1; the result reports the timeouts and retries.
+// With one replica the same fault leaves group 0 nowhere to go: its calls
+// fail and no call is answered by a replica.
+func TestPSRPCReplicaTakesOver(t *testing.T) {
+	c := psCfg()
+	c.Measure = 8 * sim.Millisecond
+	rc := rpc.DefaultConfig()
+	rc.RequestTimeout = time.Millisecond
+	rc.RetryProb, rc.MaxAttempts = 1, 4
+	c.RPC = &rc
+	c.Faults = []faults.Spec{{Kind: faults.Loss, At: 0, Host: firstServer(c), Switch: -1, Drop: 1}}
+	tr := simhost.SimTime(rc.RequestTimeout)
+	run := func(replicas int) *Result {
+		t.Helper()
+		c := c
+		c.Replicas = replicas
+		r, err := Run(c)
+		if err != nil || len(r.Errors) > 0 {
+			t.Fatalf("replicas %d: %v %v", replicas, err, r.Errors)
+		}
+		q := r.RPC
+		t.Logf("replicas %d: %d calls, %d timeouts, %d retries, %d path changes, failed %v, by a replica %v, retried %v (first answer after %v); %d user requests (%d failed), %d iterations",
+			replicas, q.Calls[0]+q.Calls[1], q.Timeouts, q.Retries, q.PathChanges, q.Failed, q.ByReplica, q.Retried, q.RetriedWait[0], r.UserRequests, r.UsersFailed, r.Iterations)
+		rpcCheck(t, r)
+		return r
+	}
+	two := run(2)
+	q := two.RPC
+	if q.Timeouts == 0 || q.Retries == 0 || q.PathChanges == 0 {
+		t.Errorf("replicas 2: %d timeouts, %d retries, %d path changes: the black hole was not detected by Tr and walked down the ladder", q.Timeouts, q.Retries, q.PathChanges)
+	}
+	if q.ByReplica[0] == 0 || q.Retried[0] == 0 {
+		t.Errorf("replicas 2: %d fetches answered by a replica, %d after a retry: server 1 did not take over group 0", q.ByReplica[0], q.Retried[0])
+	}
+	if q.RetriedWait[0] < tr {
+		t.Errorf("replicas 2: a retried fetch was answered %v after it was sent, before Tr %v", q.RetriedWait[0], tr)
+	}
+	// The result reports them.
+	var res report.Result
+	cc := c
+	cc.Replicas = 2
+	Reduce(&res, &cc, two)
+	for _, m := range []string{"rpc/timeouts", "rpc/retries", "rpc/path_changes", "rpc/replica_answers"} {
+		if v, ok := res.Metric(m); !ok || v.Value <= 0 {
+			t.Errorf("replicas 2: metric %s = %v (reported %v), want > 0", m, v.Value, ok)
+		}
+	}
+
+	one := run(1)
+	q1 := one.RPC
+	if q1.ByReplica[0]+q1.ByReplica[1] != 0 {
+		t.Errorf("replicas 1: %v calls answered by a replica that does not exist", q1.ByReplica)
+	}
+	if q1.Failed[0] <= q.Failed[0] || one.UsersFailed <= two.UsersFailed {
+		t.Errorf("replicas 1: %d fetches and %d user requests failed, replicas 2: %d and %d; the replica should save group 0's fetches",
+			q1.Failed[0], one.UsersFailed, q.Failed[0], two.UsersFailed)
+	}
+}
+
+// TestPSRPCPathChange: the RoCE frames leaving the clients' leaf towards
+// spine 0 are black-holed (a loss fault on the leaf's uplink port to spine
+// 0, frames out). The calls whose connections the fabric pins to that
+// spine time out; the ladder's first step dials the same server on the
+// next path (byteexpress Endpoint.DialPath), which leaves the leaf on the
+// other spine, and every retried fetch is answered there by the same
+// server: no replica exists (replicas 1), nothing fails but the pushes
+// that were on the dead path (not retried). With the layer told of one
+// path only, the ladder skips the step, RDMA to the servers behind the
+// dead spine is given up, and their fetches fail.
+func TestPSRPCPathChange(t *testing.T) {
+	c := psCfg()
+	c.Spines = 2
+	c.Measure = 6 * sim.Millisecond
+	rc := rpc.DefaultConfig()
+	rc.RequestTimeout = time.Millisecond
+	rc.RetryProb, rc.MaxAttempts = 1, 3
+	c.RPC = &rc
+	d := c.Config
+	d.Defaults()
+	// Switch 0 is leaf 0 (the leaves come first); its ports are its
+	// hosts' then one uplink per spine.
+	c.Faults = []faults.Spec{{Kind: faults.Loss, At: 0, Switch: 0, Port: d.HostsPerLeaf, Drop: 1, Dir: faults.Out}}
+	r, err := Run(c)
+	if err != nil || len(r.Errors) > 0 {
+		t.Fatalf("%v %v", err, r.Errors)
+	}
+	q := r.RPC
+	t.Logf("two paths: %d timeouts, %d retries, %d path changes (%d skips), failed %v, retried %v; %d user requests (%d failed)",
+		q.Timeouts, q.Retries, q.PathChanges, q.PathSkips, q.Failed, q.Retried, r.UserRequests, r.UsersFailed)
+	rpcCheck(t, r)
+	if q.Paths != 2 || q.Timeouts == 0 || q.PathChanges == 0 || q.PathSkips != 0 || q.Retried[0] == 0 {
+		t.Errorf("two paths: %d paths, %d timeouts, %d path changes, %d skips, %d fetches answered after a retry: want the path change to move the stuck connections", q.Paths, q.Timeouts, q.PathChanges, q.PathSkips, q.Retried[0])
+	}
+	if q.Failed[0] != 0 || r.UsersFailed != 0 {
+		t.Errorf("two paths: %d fetches failed (%d user requests): the path change should recover every one", q.Failed[0], r.UsersFailed)
+	}
+
+	one := rc
+	one.Paths = 1
+	c.RPC = &one
+	s, err := Run(c)
+	if err != nil || len(s.Errors) > 0 {
+		t.Fatalf("%v %v", err, s.Errors)
+	}
+	qs := s.RPC
+	t.Logf("one path: %d timeouts, %d path changes (%d skips), failed %v; %d user requests (%d failed)", qs.Timeouts, qs.PathChanges, qs.PathSkips, qs.Failed, s.UserRequests, s.UsersFailed)
+	if qs.Paths != 1 || qs.PathChanges != 0 || qs.PathSkips == 0 || qs.Failed[0] == 0 {
+		t.Errorf("one path: %d paths, %d path changes, %d skips, %d fetches failed: want the step skipped and the stuck fetches failed", qs.Paths, qs.PathChanges, qs.PathSkips, qs.Failed[0])
+	}
+}

@@ -24,24 +24,46 @@ import (
 //     rpc.HeaderSize bytes longer than without the RPC layer; a server
 //     answers with the RPC header echoed, the ps header echoed after it and
 //     the reply size the machine (ps.Server) draws after that;
-//   - the call's shard is the ps server the message goes to: a ps shard
-//     group is the shards one server holds (ps.ShardServers), and its
-//     replica set is that one server. The ps-cluster has no replicas (each
-//     shard lives on exactly one server, as in the paper's Figure 1), so
-//     there is no other replica to switch to; the ladder's steps are a
-//     path change (a new socket to the same server: the core multiplexes it
-//     onto the same engine, see rpc.SocketDialer) and then TCP fallback,
-//     which is not given here, so a call whose ladder reaches it fails;
+//   - the call's shard is the ps shard group the message is for: the
+//     shards ps.ShardServers places on server g form group g, and its
+//     replica set is ps.ReplicaSet(g, Replicas, Servers): server g (the
+//     primary) and, with Replicas R > 1, servers g+1..g+R-1 mod Servers.
+//     The replica of rank k is given mini-pod k (the ps-cluster's fabric
+//     has none; the rank stands in for the distance the selector orders
+//     by), so every client prefers the primary and moves on only when the
+//     ladder or the quarantine says so. With R 1 (the default, the paper's
+//     Figure 1) the group has no other replica and the ladder ends at TCP
+//     fallback, which is not given, so a call whose ladder reaches it
+//     fails;
+//   - fetches and pushes alike go to the replica the selector currently
+//     chooses for the group: the paper's Archon selects "a nearby replica
+//     in another mini-pod" when reconnecting does not help and lets "other
+//     replicas serve requests" while a node is excluded (§7.2), without
+//     singling out updates; how replicas keep each other's parameters
+//     consistent is not in the paper and not modelled (no server-to-server
+//     traffic), so a push answered by a replica counts as applied;
 //   - fetches are idempotent and retried with the layer's policy (after Tr,
-//     with probability RetryProb, at most MaxAttempts attempts); pushes are
-//     not (the ps server does not deduplicate updates), so a push that
-//     times out fails after Tr with rpc.ErrNotRetried (package rpc's doc);
-//   - with one replica the ladder ends quickly: PathTries timeouts of a
-//     server in a row change the path, the next one marks RDMA to it down
-//     and moves to TCP fallback, which is not given, so from then on every
-//     call to that server fails at once (rpc.ErrNoReplica) until a probe
-//     (every ProbeInterval, 30 s by default) brings it back; a replicated service would switch
-//     replicas instead (workloads/failover);
+//     with probability RetryProb, at most MaxAttempts attempts), each
+//     retry going where the selector then points; pushes are not (the ps
+//     server does not deduplicate updates), so a push that times out fails
+//     after Tr with rpc.ErrNotRetried (package rpc's doc), and the
+//     timeout still walks the ladder for the pushes after it;
+//   - the ladder's first step, a path change, is real: path p of a server
+//     is its own engine (byteexpress Endpoint.DialPath: an RC QP whose
+//     flow label pins its frames to the p-th equal-cost uplink, see
+//     fabric.Packet.Path), so it leaves the client's leaf on another spine.
+//     The sockets connected during setup are path 0's. A client and a
+//     server are on different leaves, joined by one path per spine, so
+//     the layer's Paths is capped at the spine count (as in
+//     workloads/failover): with one spine there is no other path and the
+//     ladder skips the step (rpc Selector.Stats.PathSkips). A path change
+//     cannot help when the server itself is unreachable (a black-holed
+//     host port): every path ends at the same port;
+//   - after PathTries timeouts of a server in a row, RDMA to it is marked
+//     down and the group moves to its next replica over RDMA (R > 1), or,
+//     with none, to TCP fallback, which is not given, so from then on
+//     every call to that group fails at once (rpc.ErrNoReplica) until a
+//     probe (every ProbeInterval, 30 s by default) brings the server back;
 //   - the machine sees exactly one outcome per request: the first answer
 //     (a late answer to an earlier attempt is dropped and counted as
 //     stale), or, when the layer gives up, ps.Client.Failed.
@@ -59,12 +81,26 @@ type RPCStats struct {
 	Calls, Answered, Failed, Stale [2]int64
 	// Retried counts the calls answered after more than one attempt.
 	Retried [2]int64
+	// ByReplica counts the calls answered by a server other than their
+	// shard group's primary (Config.Replicas > 1).
+	ByReplica [2]int64
+	// RetriedWait is the shortest time from a call's first send to its
+	// answer among the calls answered after more than one attempt (0:
+	// none): at least Tr, the first attempt's timeout.
+	RetriedWait [2]sim.Time
 	// Retries are the new attempts after a timeout, Resent every message
 	// sent again (retries and re-sends after an engine error), Timeouts
 	// the attempts whose Tr expired (retried or failed), summed over the
 	// clients.
 	Retries, Resent, Timeouts int64
-	Outstanding               int64 // calls unfinished at the end
+	// PathChanges and PathSkips are the ladder's first step, summed over
+	// the clients: path changes made, and skipped for want of a second
+	// path (one spine).
+	PathChanges, PathSkips int64
+	// Paths is the paths per server the layer had (its Config.Paths,
+	// capped at the spine count).
+	Paths       int
+	Outstanding int64 // calls unfinished at the end
 }
 
 func opIndex(op byte) int {
@@ -75,9 +111,11 @@ func opIndex(op byte) int {
 }
 
 // psDialer is the RDMA transport of one client's rpc.Client: node n is ps
-// server n. The first dial of a server uses the socket connected during
-// setup; a later one (after the layer closed it, or a path change) dials a
-// new socket.
+// server n, and path p its p-th path (Endpoint.DialPath, flow label
+// byteexpress.PathLabel(p)). The first dial of a server on path 0 uses the
+// socket connected during setup (on path 0); every other dial opens a new
+// socket on that path's engine (created if there is none: a new RC QP,
+// so a path change is a new connection).
 type psDialer struct{ pc *psClient }
 
 type psConn struct {
@@ -85,17 +123,17 @@ type psConn struct {
 	s  *byteexpress.Socket
 }
 
-func (d psDialer) Dial(node rpc.NodeID, _ int) (rpc.Conn, error) {
+func (d psDialer) Dial(node rpc.NodeID, path int) (rpc.Conn, error) {
 	pc := d.pc
 	n := int(node)
 	if n < 0 || n >= len(pc.socks) {
 		return nil, fmt.Errorf("pssim: rpc: no server %d", n)
 	}
-	if s := pc.socks[n]; s != nil {
+	if s := pc.socks[n]; s != nil && path == 0 {
 		pc.socks[n] = nil
 		return &psConn{pc: pc, s: s}, nil
 	}
-	s, err := pc.h.Dial(pc.run.servers[n])
+	s, err := pc.h.Endpoint().DialPath(pc.run.servers[n].Addr(), path)
 	if err != nil {
 		return nil, err
 	}
@@ -244,10 +282,19 @@ func (pc *psClient) rpcMessage(h *simhost.Host, ev byteexpress.Event) {
 		pc.arm()
 		return
 	}
+	st := &pc.run.rpcStats
+	if s, ok := pc.calls[rh.Call]; ok {
+		if n := pc.run.be.Lookup(ev.Remote); n != nil && n.Index()-pc.run.firstServer != s.Server {
+			st.ByReplica[op]++
+		}
+	}
 	delete(pc.calls, rh.Call)
-	pc.run.rpcStats.Answered[op]++
+	st.Answered[op]++
 	if c.Attempts > 1 {
-		pc.run.rpcStats.Retried[op]++
+		st.Retried[op]++
+		if w := now - ph.Sent; st.RetriedWait[op] == 0 || w < st.RetriedWait[op] {
+			st.RetriedWait[op] = w
+		}
 	}
 	pc.response(now, ph, ev.Len-rpc.HeaderSize, nil)
 	pc.arm()
@@ -277,8 +324,10 @@ func (pc *psClient) rpcEvent(h *simhost.Host, ev byteexpress.Event) {
 // newRPC gives client pc its RPC layer (buildRDMA, after its sockets).
 func (r *psRun) newRPC(pc *psClient, i int) error {
 	svc := rpc.Service{Shards: make([][]rpc.Replica, r.cfg.Servers)}
-	for s := range svc.Shards {
-		svc.Shards[s] = []rpc.Replica{{Node: rpc.NodeID(s)}}
+	for g := range svc.Shards {
+		for k, n := range ps.ReplicaSet(g, r.cfg.Replicas, r.cfg.Servers) {
+			svc.Shards[g] = append(svc.Shards[g], rpc.Replica{Node: rpc.NodeID(n), MiniPod: k})
+		}
 	}
 	p, err := rpc.NewPolicy(*r.cfg.RPC, svc, 0, sim.Stream(r.cfg.Seed, fmt.Sprintf("ps/rpc%d", i)))
 	if err != nil {
@@ -326,8 +375,11 @@ func (s *psServer) rpcAnswer(h *simhost.Host, ev byteexpress.Event) {
 func (r *psRun) rpcResult() *RPCStats {
 	st := r.rpcStats
 	st.Timeouts = r.rpcTimeouts
+	st.Paths = r.cfg.RPC.Paths
 	for _, pc := range r.clients {
 		st.Retries += int64(pc.rpc.Policy.Tracker.Stats.Retries)
+		st.PathChanges += int64(pc.rpc.Policy.Selector.Stats.PathChanges)
+		st.PathSkips += int64(pc.rpc.Policy.Selector.Stats.PathSkips)
 		st.Resent += int64(pc.rpc.Resent)
 		st.Outstanding += int64(pc.rpc.Outstanding())
 	}

@@ -149,11 +149,12 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 	r.Tables = append(r.Tables, tbl, cpu)
 	if q := res.RPC; q != nil {
 		var calls, failed, stale int64
-		rt := report.Table{Name: "rpc", Title: fmt.Sprintf("RPC layer (byteexpress/rpc, paper §7.2; Tr %v, retry probability %g, at most %d attempts; fetches idempotent, pushes not), whole run per client call", cfg.RPC.RequestTimeout, cfg.RPC.RetryProb, cfg.RPC.MaxAttempts),
-			KeyName: "op", Columns: []report.Column{{Name: "calls"}, {Name: "answered"}, {Name: "failed"}, {Name: "retried"}, {Name: "stale answers"}}}
+		var byReplica int64
+		rt := report.Table{Name: "rpc", Title: fmt.Sprintf("RPC layer (byteexpress/rpc, paper §7.2; Tr %v, retry probability %g, at most %d attempts; fetches idempotent, pushes not; %d replicas per shard group), whole run per client call", cfg.RPC.RequestTimeout, cfg.RPC.RetryProb, cfg.RPC.MaxAttempts, max(cfg.Replicas, 1)),
+			KeyName: "op", Columns: []report.Column{{Name: "calls"}, {Name: "answered"}, {Name: "failed"}, {Name: "retried"}, {Name: "stale answers"}, {Name: "answered by a replica"}}}
 		for i, op := range []string{"fetch", "push"} {
-			rt.AddRow(op, float64(q.Calls[i]), float64(q.Answered[i]), float64(q.Failed[i]), float64(q.Retried[i]), float64(q.Stale[i]))
-			calls, failed, stale = calls+q.Calls[i], failed+q.Failed[i], stale+q.Stale[i]
+			rt.AddRow(op, float64(q.Calls[i]), float64(q.Answered[i]), float64(q.Failed[i]), float64(q.Retried[i]), float64(q.Stale[i]), float64(q.ByReplica[i]))
+			calls, failed, stale, byReplica = calls+q.Calls[i], failed+q.Failed[i], stale+q.Stale[i], byReplica+q.ByReplica[i]
 		}
 		r.Add("rpc/calls", float64(calls), "")
 		r.Add("rpc/retries", float64(q.Retries), "")
@@ -162,9 +163,12 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 		r.Add("rpc/failed", float64(failed), "")
 		r.Add("rpc/stale", float64(stale), "")
 		r.Add("rpc/outstanding", float64(q.Outstanding), "")
+		r.Add("rpc/path_changes", float64(q.PathChanges), "")
+		r.Add("rpc/path_skips", float64(q.PathSkips), "")
+		r.Add("rpc/replica_answers", float64(byReplica), "")
 		r.Add("user/failed", float64(res.UsersFailed), "")
 		r.Tables = append(r.Tables, rt)
-		r.Notes = append(r.Notes, fmt.Sprintf("RPC layer on: every fetch and push is a call (24-byte RPC header before the ps message; one replica per server); %d timeouts, %d retries, %d re-sends, %d calls failed (%d user requests completed with a failed fetch: user/failed, not in user's completions)", q.Timeouts, q.Retries, q.Resent, failed, res.UsersFailed))
+		r.Notes = append(r.Notes, fmt.Sprintf("RPC layer on: every fetch and push is a call (24-byte RPC header before the ps message; %d replicas per shard group, the primary first; %d paths per server); %d timeouts, %d retries, %d re-sends, %d path changes (%d skipped: one path), %d calls failed, %d answered by a replica other than the primary (%d user requests completed with a failed fetch: user/failed, not in user's completions)", max(cfg.Replicas, 1), q.Paths, q.Timeouts, q.Retries, q.Resent, q.PathChanges, q.PathSkips, failed, byReplica, res.UsersFailed))
 	}
 	r.Notes = append(r.Notes, "transport: "+transport)
 	r.Series = append(r.Series, Series(res)...)
