@@ -85,6 +85,9 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	if w.Kind == scenarios.Failover {
 		return failoverPlan(p, file, s, hs)
 	}
+	if w.Replicas > 1 {
+		return nil, fmt.Errorf("%s: workload.replicas %d: the ps roles do not run the RPC layer (byteexpress/rpc), whose replica selection is what would choose among a shard group's replicas; every request would go to the primary; replay with replicas 1 (and rpc: false), or simulate it with besim", file, w.Replicas)
+	}
 	if w.RPCOn() {
 		return nil, fmt.Errorf("%s: workload.rpc: the ps roles do not run the RPC layer (byteexpress/rpc) yet; replay with rpc: false, or simulate it with besim", file)
 	}

@@ -310,6 +310,28 @@ func TestFromPSScenarioRPCRefused(t *testing.T) {
 	}
 }
 
+// A ps-cluster with replicas (which needs rpc on) is refused for its
+// replicas, with the reason: the ps roles have no replica selection.
+func TestFromPSScenarioReplicasRefused(t *testing.T) {
+	hs, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := scenarios.Builtin("ps-cluster")
+	scen := strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n  rpc: true\n  replicas: 2\n", 1)
+	if !strings.Contains(scen, "replicas: 2") {
+		t.Fatal("ps-cluster changed: cannot set replicas")
+	}
+	if _, err := FromScenario("ps.yaml", []byte(scen), hs, time.Second); err == nil || !strings.Contains(err.Error(), "workload.replicas 2: the ps roles do not run the RPC layer") {
+		t.Errorf("replicas 2: %v", err)
+	}
+	// replicas 1 is today's cluster: not refused for it.
+	one := strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n  replicas: 1\n", 1)
+	if _, err := FromScenario("ps.yaml", []byte(one), hs, time.Second); err != nil && strings.Contains(err.Error(), "replicas") {
+		t.Errorf("replicas 1: %v", err)
+	}
+}
+
 // A msgrate benchmark through the core (fig11-core) is refused with the
 // reason: the msgrate roles post on the verbs directly.
 func TestFromMsgrateCoreRefused(t *testing.T) {
