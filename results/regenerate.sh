@@ -67,6 +67,15 @@ go run ./cmd/besim sweep -q --set workload.rpc=false,true --metrics "$R" -o resu
 go run ./cmd/besim sweep -q --set workload.rpc.request_timeout=300us,1ms,40ms \
 	--metrics user/count,user/p50,user/p99,fetch/p99,push/p99,iteration/count,rpc/calls,rpc/timeouts,rpc/retries,rpc/failed,rpc/stale,user/failed \
 	-o results/ps-rpc/request_timeout.json ps-cluster
+# ps-cluster with replicas (workload.replicas, default 1): server 0
+# black-holed from the start of the measured interval (every frame at its
+# host port dropped) or not, one or two replicas per shard group, Tr 1 ms
+# and a 20 ms run so the ladder completes inside it (~20 s, two points at
+# a time)
+go run ./cmd/besim sweep -q --set 'faults=[],[{kind: loss, at: 0s, host: 32, drop: 100%}]' --set workload.replicas=1,2 \
+	--set workload.rpc.request_timeout=1ms --set duration=20ms \
+	--metrics user/count,user/p50,user/p99,fetch/count,fetch/p99,push/count,push/p99,iteration/count,client/goodput,rpc/calls,rpc/timeouts,rpc/retries,rpc/path_changes,rpc/failed,rpc/stale,rpc/replica_answers,user/failed \
+	-o results/ps-replicas/sweep.json ps-cluster
 # paper Figure 16 (§7) and Figure 5 (§5.2): a 32-server, 16-ranker
 # inference (scenario fig16, outputs.series: all) over RDMA and TCP: fetch
 # and user-request latency (mean, P99) per 1 ms window and registered
