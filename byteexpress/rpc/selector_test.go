@@ -69,6 +69,38 @@ func TestRecoveryLadder(t *testing.T) {
 	}
 }
 
+// With one path per destination (Config.Paths 1: one spine, one NIC
+// port) the ladder skips the path change: the first failure of a replica
+// moves the shard to the next one, each skip is counted, and no decision
+// names a path other than 0. With Paths 3 the path changes cycle through
+// 1, 2 and back to 0 (PathTries 3) before the replica switch.
+func TestLadderPaths(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Paths = 1
+	sel := NewSelector(cfg, svc3(), 0, NewQuarantine(cfg))
+	d := sel.Pick(0, 0)
+	for i, w := range []step{{SwitchReplica, 11, 0, RDMA}, {SwitchReplica, 12, 0, RDMA}, {TCPFallback, 10, 0, TCP}} {
+		if d = sel.OnRequestTimeout(0, d.Target(), time.Duration(i+1)*time.Millisecond); d.Action != w.act || d.Node != w.node || d.Path != 0 || d.Transport != w.trans {
+			t.Fatalf("one path, step %d: got %+v, want %+v", i, d, w)
+		}
+	}
+	if sel.Stats.PathChanges != 0 || sel.Stats.PathSkips != 3 {
+		t.Errorf("one path: %d path changes, %d skips; want 0 and one skip per RDMA replica", sel.Stats.PathChanges, sel.Stats.PathSkips)
+	}
+
+	cfg.Paths, cfg.PathTries = 3, 3
+	sel = NewSelector(cfg, svc3(), 0, NewQuarantine(cfg))
+	d = sel.Pick(0, 0)
+	for i, w := range []step{{PathChange, 10, 1, RDMA}, {PathChange, 10, 2, RDMA}, {PathChange, 10, 0, RDMA}, {SwitchReplica, 11, 0, RDMA}} {
+		if d = sel.OnRequestTimeout(0, d.Target(), time.Duration(i+1)*time.Millisecond); d.Action != w.act || d.Node != w.node || d.Path != w.path || d.Transport != w.trans {
+			t.Fatalf("three paths, step %d: got %+v, want %+v", i, d, w)
+		}
+	}
+	if sel.Stats.PathChanges != 3 || sel.Stats.PathSkips != 0 {
+		t.Errorf("three paths: %d path changes, %d skips; want 3 and 0", sel.Stats.PathChanges, sel.Stats.PathSkips)
+	}
+}
+
 func TestSuccessResetsPathBudget(t *testing.T) {
 	cfg := DefaultConfig()
 	sel := NewSelector(cfg, svc3(), 0, NewQuarantine(cfg))
