@@ -5,7 +5,8 @@
 // reduces a run to the result format. With Config.RPC (scenario key
 // workload.rpc) every fetch and push goes through the RPC layer,
 // byteexpress/rpc, as the paper's applications reach ByteExpress through
-// Archon (rpc.go says how it is wired).
+// Archon, and each shard group may have Config.Replicas servers for the
+// layer's replica selection (§7.2; rpc.go says how it is wired).
 //
 // Applications are one long-lived value per host (simhost.App) and timers
 // are sim.Timer values: no closure or goroutine per message. Every random

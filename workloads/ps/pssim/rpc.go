@@ -59,8 +59,9 @@ import (
 //     ladder skips the step (rpc Selector.Stats.PathSkips). A path change
 //     cannot help when the server itself is unreachable (a black-holed
 //     host port): every path ends at the same port;
-//   - after PathTries timeouts of a server in a row, RDMA to it is marked
-//     down and the group moves to its next replica over RDMA (R > 1), or,
+//   - when PathTries path changes have not helped (the next timeout of
+//     the same server in a row), RDMA to it is marked down and the group
+//     moves to its next replica over RDMA (R > 1), or,
 //     with none, to TCP fallback, which is not given, so from then on
 //     every call to that group fails at once (rpc.ErrNoReplica) until a
 //     probe (every ProbeInterval, 30 s by default) brings the server back;

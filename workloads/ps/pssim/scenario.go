@@ -62,8 +62,12 @@ func build(s *scenarios.Scenario) (experiment.Runner, error) {
 	return &experiment.Workload{Scenario: s, Fabric: cfg.Cluster.Fabric,
 		Summary: func(out io.Writer) error {
 			p := &cfg
-			_, err := fmt.Fprintf(out, "%s: valid (workload ps-cluster: %d shards on %d servers, %d rankers (fan-out %d), %d trainers (%d shards, compute %s), window %d B (0: none); %s; %s measured after setup + %s warmup)\n",
-				s.Name, p.Shards, p.Servers, p.Rankers, p.FanOut, p.Trainers, p.TrainerShards, p.Compute, p.Cluster.BE.Cwnd, experiment.Topology(s), s.Duration, s.Workload.Warmup)
+			shards := fmt.Sprintf("%d shards on %d servers", p.Shards, p.Servers)
+			if p.Replicas > 1 {
+				shards += fmt.Sprintf(" (%d replicas per shard group)", p.Replicas)
+			}
+			_, err := fmt.Fprintf(out, "%s: valid (workload ps-cluster: %s, %d rankers (fan-out %d), %d trainers (%d shards, compute %s), window %d B (0: none); %s; %s measured after setup + %s warmup)\n",
+				s.Name, shards, p.Rankers, p.FanOut, p.Trainers, p.TrainerShards, p.Compute, p.Cluster.BE.Cwnd, experiment.Topology(s), s.Duration, s.Workload.Warmup)
 			return err
 		},
 		Simulate: func(r *report.Result) (uint64, error) {
