@@ -394,3 +394,44 @@ func TestStatsWindows(t *testing.T) {
 		t.Errorf("1 us windows over 1 s: window %v, %d windows, %v; want %v, %d", w, len(wide.UserWin), err, want, MaxWindows)
 	}
 }
+
+// ReplicaSet chains a shard group over the servers: the primary first,
+// every group on replicas distinct servers, and every server holding
+// exactly replicas groups (the load of a failed server spreads over its
+// successors, none is left out). Prepare takes 0 as one and refuses more
+// replicas than servers or fewer than zero.
+func TestReplicaSet(t *testing.T) {
+	for _, c := range [][2]int{{1, 1}, {1, 5}, {2, 5}, {3, 5}, {5, 5}} {
+		r, n := c[0], c[1]
+		held := make([]int, n)
+		for g := range n {
+			rs := ReplicaSet(g, r, n)
+			if len(rs) != r || rs[0] != g {
+				t.Fatalf("replicas %d of %d servers: group %d on %v: want %d servers, the primary first", r, n, g, rs, r)
+			}
+			seen := map[int]bool{}
+			for _, s := range rs {
+				if s < 0 || s >= n || seen[s] {
+					t.Fatalf("replicas %d of %d servers: group %d on %v: a server out of range or twice", r, n, g, rs)
+				}
+				seen[s] = true
+				held[s]++
+			}
+		}
+		for s, h := range held {
+			if h != r {
+				t.Errorf("replicas %d of %d servers: server %d holds %d groups, want %d", r, n, s, h, r)
+			}
+		}
+	}
+	c := Config{Servers: 4, Shards: 8, Rankers: 1}
+	if err := c.Prepare(); err != nil || c.Replicas != 1 {
+		t.Errorf("replicas unset: %v, %d", err, c.Replicas)
+	}
+	for _, bad := range []int{-1, 5} {
+		c := Config{Servers: 4, Shards: 8, Rankers: 1, Replicas: bad}
+		if err := c.Prepare(); err == nil {
+			t.Errorf("replicas %d of 4 servers accepted", bad)
+		}
+	}
+}
