@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/report"
@@ -46,10 +47,27 @@ func (w *Workload) Run() (*report.Result, error) {
 	return r, Failed(r, err)
 }
 
-// Topology is Explain's description of a workload's leaf-spine.
+// Topology is Explain's description of a workload's leaf-spine: its
+// leaves, spines and each leaf's oversubscription (host links down
+// against uplinks, one to every spine).
 func Topology(s *scenarios.Scenario) string {
 	t := s.Fabric.Topology
-	return fmt.Sprintf("leaf-spine of %d leaves x %d hosts, 1 spine", t.Leaves, t.HostsPerLeaf)
+	l := s.Fabric.Links
+	spines := "spines"
+	if t.Spines == 1 {
+		spines = "spine"
+	}
+	down := int64(t.HostsPerLeaf) * int64(l.HostRate)
+	up := int64(t.Spines) * int64(l.UplinkRate)
+	over := "oversubscription unknown"
+	if up > 0 {
+		over = fmt.Sprintf("%s:1 oversubscribed", strconv.FormatFloat(float64(down)/float64(up), 'g', 3, 64))
+		if down <= up {
+			over = "non-blocking"
+		}
+	}
+	return fmt.Sprintf("leaf-spine of %d leaves x %d hosts, %d %s (per leaf %d x %v down, %d x %v up: %s)",
+		t.Leaves, t.HostsPerLeaf, t.Spines, spines, t.HostsPerLeaf, l.HostRate, t.Spines, l.UplinkRate, over)
 }
 
 // ClusterConfig is the simhost configuration of a workload scenario: its

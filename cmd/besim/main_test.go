@@ -79,6 +79,29 @@ func TestValidateExplains(t *testing.T) {
 	}
 }
 
+// TestValidateDerivedFabric: validate prints a workload's derived
+// leaf-spine, and --set workload.spines changes it (issue 17: no workload
+// topology is hard-coded).
+func TestValidateDerivedFabric(t *testing.T) {
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{nil, "4 spines (per leaf 32 x 25Gbps down, 4 x 100Gbps up: 2:1 oversubscribed)"},
+		{[]string{"--set", "workload.spines=1"}, "1 spine (per leaf 32 x 25Gbps down, 1 x 100Gbps up: 8:1 oversubscribed)"},
+		{[]string{"--set", "workload.spines=8"}, "8 spines (per leaf 32 x 25Gbps down, 8 x 100Gbps up: non-blocking)"},
+	} {
+		var out, errb bytes.Buffer
+		args := append(append([]string{"validate"}, tc.set...), "fig14-incast")
+		if code := run(args, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%v: output lacks %q:\n%s", args, tc.want, out.String())
+		}
+	}
+}
+
 // TestCompareOldAndNew: compare reads a version 1 result (no format
 // field, -1 for missing) beside one this build writes.
 func TestCompareOldAndNew(t *testing.T) {
