@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,6 +183,13 @@ func (r *pingpongRole) Prepare(ctx context.Context, spec Spec) (string, error) {
 		if r.mtu == 0 {
 			r.mtu = int(a.PortMTU)
 		}
+	}
+	if !slices.Contains(r.points, pingpong.Point{Rate: r.rate, MTU: r.mtu}) {
+		var pts []string
+		for _, p := range r.points {
+			pts = append(pts, fmt.Sprintf("%s/%dB", pingpong.RateKey(p.Rate), p.MTU))
+		}
+		r.notes = append(r.notes, fmt.Sprintf("this port's %s/%dB is none of the scenario's points (%s): its metrics have no besim counterpart", pingpong.RateKey(r.rate), r.mtu, strings.Join(pts, ", ")))
 	}
 	n, err := newBENode(ctx, spec, r.device, r.qos, byteexpress.Config{})
 	if err != nil {
