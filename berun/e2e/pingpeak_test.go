@@ -80,7 +80,7 @@ func TestPingpongScenario(t *testing.T) {
 // scenario's point).
 func TestPingpongScenarioVerbs(t *testing.T) {
 	useFakeNICs(t)
-	scen := cutFig8(t, "4096", "50ms")
+	scen := cutFig8(t, "4096", "100ms")
 	rf, hw := runInProcessOn(t, "fig8", scen, 2, 200*time.Millisecond, true)
 	if rf.Role("pingpong-sender").Metrics["verbs"] != 1 {
 		t.Error("the sender did not run over verbs")

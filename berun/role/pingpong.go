@@ -38,7 +38,7 @@ import (
 // answer calls Arrived (with the server's arrival time, which the answer
 // carries in its first 8 bytes when the response has room), Answered and
 // Send again, until Send says the interval is over; the last message is
-// answered in the slot's drain. Over verbs the sends happen on the I/O
+// answered in the slot's drain (the rest of the slot and half a warm-up). Over verbs the sends happen on the I/O
 // thread that delivered the answer, as besim's simulated application does.
 // The one-way time is the server's clock minus the sender's, each relative
 // to its own view of the synchronized start, so across hosts it carries
@@ -408,9 +408,12 @@ func (r *pingpongRole) sendBE(ctx context.Context, spec Spec, peers PeerMap, sw 
 		if more {
 			send(size)
 		}
+		// Drain: the answer in flight, or the slot's end and half the next
+		// slot's warm-up (a next slot that starts that late still measures
+		// only its own messages).
 		select {
 		case <-s.done:
-		case <-time.After(time.Until(end)):
+		case <-time.After(time.Until(end.Add(time.Duration(sw.Warmup / 2 / sim.Nanosecond)))):
 		case <-ctx.Done():
 		}
 		mu.Lock()
@@ -465,7 +468,8 @@ func (r *pingpongRole) serveBE(ctx context.Context, spec Spec, sw fragsize.Sweep
 		}
 	})
 	n.listen()
-	err := sleepUntil(ctx, spec.End())
+	// The last slot's sender drains until half a warm-up after the end.
+	err := sleepUntil(ctx, spec.End().Add(time.Duration(sw.Warmup/2/sim.Nanosecond)))
 	res.Metrics["messages"] = float64(msgs.Load())
 	res.Metrics["engines_closed"] = float64(closed.Load())
 	return errors.Join(err, errs.err())

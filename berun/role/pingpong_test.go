@@ -10,16 +10,16 @@ import (
 
 // pingpongSpecs are the roles of fig8 cut to 32-byte and 8 KiB messages
 // (one on each side of the core's 4 KiB zero-copy limit) at the point
-// mtu, with a 20 ms warm-up, over transport ("" for the default, tcp).
-func pingpongSpecs(t *testing.T, mtu, transport string) []Spec {
+// mtu, with warm-up warm, over transport ("" for the default, tcp).
+func pingpongSpecs(t *testing.T, mtu, transport, warm string) []Spec {
 	t.Helper()
 	data, err := scenarios.Builtin("fig8")
 	if err != nil {
 		t.Fatal(err)
 	}
 	small := strings.NewReplacer("messages: [32, 64, 128, 256, 512, 1KiB, 2KiB, 4KiB, 8KiB, 16KiB]", "messages: [32, 8KiB]",
-		"warmup: 200us", "warmup: 20ms", "{rate: 100Gbps, mtu: 1024}", "{rate: 100Gbps, mtu: "+mtu+"}").Replace(string(data))
-	if !strings.Contains(small, "messages: [32, 8KiB]") || !strings.Contains(small, "mtu: "+mtu+"}") || !strings.Contains(small, "warmup: 20ms") {
+		"warmup: 200us", "warmup: "+warm, "{rate: 100Gbps, mtu: 1024}", "{rate: 100Gbps, mtu: "+mtu+"}").Replace(string(data))
+	if !strings.Contains(small, "messages: [32, 8KiB]") || !strings.Contains(small, "mtu: "+mtu+"}") || !strings.Contains(small, "warmup: "+warm) {
 		t.Fatal("fig8 changed: cannot cut it down")
 	}
 	params := func() map[string]string {
@@ -75,7 +75,8 @@ func checkPingpong(t *testing.T, out map[string]*inst) {
 // port's rate and MTU (100 Gb/s, 4096) as the point.
 func TestPingpongRolesOverVerbs(t *testing.T) {
 	useFakeNICs(t)
-	out := runAll(t, 600*time.Millisecond, 5*time.Second, pingpongSpecs(t, "4096", "verbs")...)
+	// 500 ms slots: under -race an in-memory round trip can take 60 ms.
+	out := runAll(t, time.Second, 5*time.Second, pingpongSpecs(t, "4096", "verbs", "100ms")...)
 	checkPingpong(t, out)
 	for _, id := range []string{"pp-sender", "pp-server"} {
 		if m := out[id].res.Metrics; m["rate_bps"] != 100e9 || m["mtu"] != 4096 || m["verbs"] != 1 {
@@ -88,7 +89,7 @@ func TestPingpongRolesOverVerbs(t *testing.T) {
 // not read, so the run is reported under the scenario's one point, said
 // in a note.
 func TestPingpongRolesOverTCP(t *testing.T) {
-	out := runAll(t, 400*time.Millisecond, 5*time.Second, pingpongSpecs(t, "1024", "")...)
+	out := runAll(t, 400*time.Millisecond, 5*time.Second, pingpongSpecs(t, "1024", "", "20ms")...)
 	checkPingpong(t, out)
 	m := out["pp-sender"].res
 	if m.Metrics["rate_bps"] != 100e9 || m.Metrics["mtu"] != 1024 || m.Metrics["verbs"] != 0 || !strings.Contains(strings.Join(m.Notes, "\n"), "scenario's only point 100G/1024B") {
@@ -98,7 +99,7 @@ func TestPingpongRolesOverTCP(t *testing.T) {
 
 // The roles refuse what they cannot run, before anything opens.
 func TestPingpongRoleErrors(t *testing.T) {
-	specs := pingpongSpecs(t, "1024", "")
+	specs := pingpongSpecs(t, "1024", "", "20ms")
 	two := strings.Replace(string(specs[0].Scenario), "points:\n", "points:\n    - {rate: 25Gbps, mtu: 1024}\n", 1)
 	t2, _ := scenarios.Builtin("table2")
 	for _, c := range []struct {
