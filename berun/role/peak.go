@@ -31,7 +31,9 @@ import (
 //     started at the schedule's perftest part, which they split between
 //     the transports as a perftest run does.
 //
-// The hosts' link is one point: the controller names the metrics
+// ByteExpress's sender drains its last answers into the first half of the
+// first transport's warm-up, which measures nothing. The hosts' link is
+// one point: the controller names the metrics
 // (peak/RATE/MTU/{be,rc,ud}/gbps) after it, and besim's names when it is
 // one of the scenario's points.
 func init() {
