@@ -70,7 +70,10 @@ func pingpongReport(r *report.Result, rf *ResultFile) {
 			if m["verbs"] == 1 {
 				how = "the ByteExpress core on the hosts' RDMA devices (one socket)"
 			}
-			r.Notes = append(r.Notes, fmt.Sprintf("pingpong: one message outstanding over %s, each size measured for %gs at the link %s/%dB; the round trip is the sender's clock, the one-way time the server's arrival clock minus the sender's send clock (each agent's view of the synchronized start), so across hosts it carries the error of the clock-offset estimate in the result file", how, m["measure_s"], pingpong.RateKey(pt.Rate), pt.MTU))
+			r.Notes = append(r.Notes, fmt.Sprintf("pingpong: one message outstanding over %s, each size measured for %gs at the link %s/%dB; the round trip is the sender's clock, the one-way time the server's arrival clock minus the sender's send clock less the offset of the two clocks the sender estimated from %g probes of %g-byte messages both ways (NTP's rule on the fastest, a %.2f us round trip: it assumes a small message takes as long each way, so a response-sized message's one-way time is half its round trip by construction)", how, m["measure_s"], pingpong.RateKey(pt.Rate), pt.MTU, m["offset_probes"], m["response_bytes"], m["offset_rtt_us"]))
+			if m["offset_probes"] == 0 {
+				r.Notes = append(r.Notes, "pingpong: no clock-offset probe was answered (or the response has no room for the server's stamp): the one-way times are not measured (-1)")
+			}
 			if unanswered != 0 {
 				r.Notes = append(r.Notes, fmt.Sprintf("pingpong: %g messages unanswered", unanswered))
 			}

@@ -33,7 +33,7 @@ func besimNames(t *testing.T, name string, add func(s *scenarios.Scenario, r *re
 // A pingpong-sender's result reduces to besim's fig8 names at the smaller
 // of the two roles' points, in size order; the values are the sender's.
 func TestPingpongReport(t *testing.T) {
-	tx := map[string]float64{"rate_bps": 100e9, "mtu": 4096, "verbs": 1, "response_bytes": 32, "measure_s": 0.5}
+	tx := map[string]float64{"rate_bps": 100e9, "mtu": 4096, "verbs": 1, "response_bytes": 32, "measure_s": 0.5, "offset_probes": 32, "offset_rtt_us": 4.1}
 	for _, k := range []string{"32B", "16384B"} {
 		tx["requests/"+k], tx["responses/"+k], tx["samples/"+k] = 100, 100, 90
 		tx["mean_us/"+k], tx["p50_us/"+k], tx["p99_us/"+k], tx["max_us/"+k] = 5, 4.8, 7, 9
@@ -68,13 +68,14 @@ func TestPingpongReport(t *testing.T) {
 	if tb, ok := r.Table("pingpong"); !ok || len(tb.Rows) != 2 || tb.Rows[0].Key != "100G/1024B/32B" {
 		t.Errorf("table %+v", tb)
 	}
-	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, "ByteExpress core") || strings.Contains(notes, "unanswered") {
+	if notes := strings.Join(r.Notes, "\n"); !strings.Contains(notes, "ByteExpress core") || !strings.Contains(notes, "32 probes") || strings.Contains(notes, "unanswered") {
 		t.Errorf("notes:\n%s", notes)
 	}
-	// A sender that lost answers says so; one without measurements too.
-	tx["responses/32B"] = 99
+	// A sender that lost answers says so, one without probes that it has no
+	// one-way times, one without measurements that it has none.
+	tx["responses/32B"], tx["offset_probes"] = 99, 0
 	rf.Hosts[0].Roles = append(rf.Hosts[0].Roles, RoleResult{ID: "empty", Role: "pingpong-sender", Status: "error"})
-	if notes := strings.Join(Report(rf).Notes, "\n"); !strings.Contains(notes, "1 messages unanswered") || !strings.Contains(notes, "empty: no pingpong measurements") {
+	if notes := strings.Join(Report(rf).Notes, "\n"); !strings.Contains(notes, "1 messages unanswered") || !strings.Contains(notes, "one-way times are not measured") || !strings.Contains(notes, "empty: no pingpong measurements") {
 		t.Errorf("notes:\n%s", notes)
 	}
 }

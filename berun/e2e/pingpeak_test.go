@@ -30,9 +30,10 @@ func cutFig8(t *testing.T, mtu, warm string) []byte {
 }
 
 // checkPingpongRun: every message of each size was answered and the
-// server answered exactly those; berun's pingpong/ metrics are the names
-// besim's simulation of the same file has, all of them, each measured.
-func checkPingpongRun(t *testing.T, rf *controller.ResultFile, hw *report.Result, scen []byte) {
+// server answered exactly those and the clock-offset probes; berun's
+// pingpong/ metrics are the names besim's result sim has, all of them,
+// each measured.
+func checkPingpongRun(t *testing.T, rf *controller.ResultFile, hw, sim *report.Result) {
 	t.Helper()
 	tx := rf.Role("pingpong-sender").Metrics
 	var sent float64
@@ -42,10 +43,13 @@ func checkPingpongRun(t *testing.T, rf *controller.ResultFile, hw *report.Result
 		}
 		sent += tx["requests/"+k]
 	}
-	if got := rf.Role("pingpong-server").Metrics["messages"]; got != sent {
-		t.Errorf("the server answered %v messages, the sender sent %v", got, sent)
+	probes := tx["offset_probes"]
+	if probes < 1 {
+		t.Error("no clock-offset probe answered")
 	}
-	sim, _ := besimVs(t, hw, "fig8", scen)
+	if got := rf.Role("pingpong-server").Metrics["messages"]; got != sent+probes {
+		t.Errorf("the server answered %v messages, the sender sent %v and %v probes", got, sent, probes)
+	}
 	n := 0
 	for _, m := range sim.Metrics {
 		if !strings.HasPrefix(m.Name, "pingpong/") {
@@ -66,13 +70,26 @@ func checkPingpongRun(t *testing.T, rf *controller.ResultFile, hw *report.Result
 	}
 }
 
-// TestPingpongScenario replays besim's fig8 (cut to two sizes) through
-// berun's agents and controller over kernel TCP (loopback; the link is
-// not read, so the run is named after the scenario's one point).
+// TestPingpongScenario replays besim's fig8 (cut to two sizes) on two
+// agent processes with `berun run` over loopback kernel TCP (the default
+// transport; the link is not read, so the run is named after the
+// scenario's one point).
 func TestPingpongScenario(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tok := tokenFile(t, dir)
 	scen := cutFig8(t, "1024", "20ms")
-	rf, hw := runInProcess(t, "fig8", scen, 2, 150*time.Millisecond)
-	checkPingpongRun(t, rf, hw, scen)
+	a, b := startAgent(t, "h1", "127.0.0.1:0", tok), startAgent(t, "h2", "127.0.0.1:0", tok)
+	wait, _ := startControllerArgs(t, dir, string(scen), hostsFile(a, b), tok, []string{"--duration", "150ms"})
+	r := wait()
+	if r.code != 0 || r.rf.Status != "ok" {
+		t.Fatalf("exit %d, status %s, failures %v\n%s\n%s", r.code, r.rf.Status, r.rf.Failures, r.stdout, r.stderr.String())
+	}
+	if r.rf.Role("pingpong-sender").Metrics["verbs"] != 0 {
+		t.Error("the sender did not run over kernel TCP")
+	}
+	sim, hw, _ := besimVsBerun(t, r.stdout, "fig8", scen)
+	checkPingpongRun(t, r.rf, hw, sim)
 }
 
 // TestPingpongScenarioVerbs replays the same over the ByteExpress core on
@@ -85,7 +102,8 @@ func TestPingpongScenarioVerbs(t *testing.T) {
 	if rf.Role("pingpong-sender").Metrics["verbs"] != 1 {
 		t.Error("the sender did not run over verbs")
 	}
-	checkPingpongRun(t, rf, hw, scen)
+	sim, _ := besimVs(t, hw, "fig8", scen)
+	checkPingpongRun(t, rf, hw, sim)
 }
 
 // TestPeakScenario replays besim's fig9 (cut to the point 100G/4096B of

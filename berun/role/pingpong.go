@@ -38,11 +38,18 @@ import (
 // answer calls Arrived (with the server's arrival time, which the answer
 // carries in its first 8 bytes when the response has room), Answered and
 // Send again, until Send says the interval is over; the last message is
-// answered in the slot's drain (the rest of the slot and half a warm-up). Over verbs the sends happen on the I/O
-// thread that delivered the answer, as besim's simulated application does.
-// The one-way time is the server's clock minus the sender's, each relative
-// to its own view of the synchronized start, so across hosts it carries
-// the clock-offset error the result file records.
+// answered in the slot's drain (the rest of the slot and half a warm-up).
+// Over verbs the sends happen on the I/O thread that delivered the answer,
+// as besim's simulated application does.
+//
+// besim's one-way time is read off one clock; here it is the server's
+// arrival clock minus the sender's send clock, less the offset between
+// the two clocks, which the sender estimates (ppOffset) from up to 32
+// probes of response-sized messages both ways in the first slot's
+// warm-up (the server answers them as any message). The estimate assumes
+// a small message takes as long each way, so the one-way time of a
+// message of the response's size is about half its round trip by
+// construction; for larger messages it shows the asymmetry.
 //
 // The scenario's points (link rate, MTU) name the metrics
 // (pingpong/RATE/MTU/SIZE/...). Over verbs both roles report their port's
@@ -300,6 +307,38 @@ func (s *ppSlot) result(m map[string]float64) {
 	m["oneway_mean_us/"+k], m["oneway_p99_us/"+k] = st.OneWayMean, st.OneWayP99
 }
 
+// ppOffset estimates the server's clock minus the sender's from probe
+// exchanges of response-sized messages both ways: NTP's rule on the probe
+// with the smallest round trip (the server's arrival stamp minus the
+// middle of that round trip), which assumes a small message takes as long
+// each way. The agents' synchronized start alone leaves the error of the
+// controller's clock-offset estimate (tens of microseconds over heartbeats),
+// more than a one-way time.
+type ppOffset struct {
+	n          int
+	rtt, theta sim.Time
+}
+
+func (o *ppOffset) add(t1, t2, t4 sim.Time) {
+	if rtt := t4 - t1; o.n == 0 || rtt < o.rtt {
+		o.rtt, o.theta = rtt, t2-t1-rtt/2
+	}
+	o.n++
+}
+
+// result adds the estimate to the sender's metrics.
+func (o *ppOffset) result(m map[string]float64) {
+	m["offset_probes"] = float64(o.n)
+	if o.n > 0 {
+		m["clock_offset_us"] = float64(o.theta) / float64(sim.Microsecond)
+		m["offset_rtt_us"] = float64(o.rtt) / float64(sim.Microsecond)
+	}
+}
+
+// ppProbes is the most probes the sender makes; they stop earlier at the
+// end of the first slot's warm-up.
+const ppProbes = 32
+
 // slotTimes are slot i's start and the end of its drain (the slot's end).
 func slotTimes(spec Spec, sw fragsize.Sweep, i int) (start, end time.Time) {
 	at := func(t sim.Time) time.Time { return spec.Start.Add(time.Duration(t / sim.Nanosecond)) }
@@ -333,6 +372,14 @@ func (r *pingpongRole) sendBE(ctx context.Context, spec Spec, peers PeerMap, sw 
 		cur  *ppSlot
 		sock *byteexpress.Socket
 		errs firstErr
+		// The probes before the first slot's Pinger: the next one's send
+		// time, how many are left, and done, closed once they are over.
+		off      ppOffset
+		probing  bool
+		probeT1  sim.Time
+		probes   int
+		probeEnd sim.Time
+		probed   = make(chan struct{})
 	)
 	send := func(size int) {
 		buf, err := n.ep.Allocate(size)
@@ -365,14 +412,31 @@ func (r *pingpongRole) sendBE(ctx context.Context, spec Spec, peers PeerMap, sw 
 			at, stamped := arrival(ev.Buf.Bytes()[:ev.Len])
 			_ = n.ep.Free(ev.Buf)
 			mu.Lock()
+			if probing {
+				if stamped {
+					off.add(probeT1, at, now)
+				}
+				probes++
+				if probing = probes < ppProbes && now < probeEnd; probing {
+					probeT1 = since(spec.Start)
+				} else {
+					close(probed)
+				}
+				more := probing
+				mu.Unlock()
+				if more {
+					send(r.response)
+				}
+				return
+			}
 			s := cur
 			if s == nil || s.resp >= s.sent {
 				mu.Unlock()
 				errs.add(fmt.Errorf("%s: an answer to no message", ev.Remote))
 				return
 			}
-			if stamped {
-				s.p.Arrived(at)
+			if stamped && off.n > 0 {
+				s.p.Arrived(at - off.theta)
 			}
 			s.p.Answered(now)
 			s.resp++
@@ -393,6 +457,25 @@ func (r *pingpongRole) sendBE(ctx context.Context, spec Spec, peers PeerMap, sw 
 		return fmt.Errorf("dial %s: %w", peer, err)
 	}
 	var out []error
+	// Probes in the first slot's warm-up, sent like the Pinger's messages:
+	// each next one from the I/O thread that delivered the last answer.
+	if r.response >= ppStampLen {
+		probeEnd = sw.Warmup
+		mu.Lock()
+		probing, probeT1 = true, since(spec.Start)
+		mu.Unlock()
+		send(r.response)
+		select {
+		case <-probed:
+		case <-time.After(time.Until(spec.Start.Add(time.Duration(sw.Slot / sim.Nanosecond)))):
+			out = append(out, errors.New("a probe unanswered in the first slot"))
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		probing = false
+		off.result(res.Metrics)
+		mu.Unlock()
+	}
 	for i, size := range r.sizes {
 		start, end := slotTimes(spec, sw, i)
 		if err := sleepUntil(ctx, start); err != nil {
@@ -483,6 +566,32 @@ func (r *pingpongRole) sendTCP(ctx context.Context, spec Spec, peers PeerMap, sw
 		func(c *tcpx.Conn, _ Peer, _ int) (any, error) {
 			msg := make([]byte, r.maxMsg())
 			in := make([]byte, r.maxMsg()+64)
+			var off ppOffset
+			defer off.result(res.Metrics)
+			roundTrip := func(size int) (at sim.Time, stamped bool, err error) {
+				if err = c.WriteMsg(msg[:size]); err != nil {
+					return 0, false, err
+				}
+				var a []byte
+				if a, err = c.ReadMsg(in); err != nil {
+					return 0, false, err
+				}
+				if len(a) != r.response {
+					return 0, false, fmt.Errorf("an answer of %d bytes, want %d", len(a), r.response)
+				}
+				at, stamped = arrival(a)
+				return at, stamped, nil
+			}
+			// Probes in the first slot's warm-up.
+			for r.response >= ppStampLen && off.n < ppProbes && (off.n == 0 || since(spec.Start) < sw.Warmup) {
+				t1 := since(spec.Start)
+				at, _, err := roundTrip(r.response)
+				if err != nil {
+					return nil, fmt.Errorf("probe: %w", err)
+				}
+				off.add(t1, at, since(spec.Start))
+				sent++
+			}
 			for i, size := range r.sizes {
 				start, _ := slotTimes(spec, sw, i)
 				if err := sleepUntil(ctx, start); err != nil {
@@ -493,20 +602,14 @@ func (r *pingpongRole) sendTCP(ctx context.Context, spec Spec, peers PeerMap, sw
 				var err error
 				for err == nil && s.p.Send(since(spec.Start)) {
 					s.sent++
-					if err = c.WriteMsg(msg[:size]); err != nil {
-						break
-					}
-					var a []byte
-					if a, err = c.ReadMsg(in); err != nil {
+					var at sim.Time
+					var stamped bool
+					if at, stamped, err = roundTrip(size); err != nil {
 						break
 					}
 					now := since(spec.Start)
-					if len(a) != r.response {
-						err = fmt.Errorf("an answer of %d bytes, want %d", len(a), r.response)
-						break
-					}
-					if at, ok := arrival(a); ok {
-						s.p.Arrived(at)
+					if stamped && off.n > 0 {
+						s.p.Arrived(at - off.theta)
 					}
 					s.p.Answered(now)
 					s.resp++

@@ -35,7 +35,8 @@ func pingpongSpecs(t *testing.T, mtu, transport, warm string) []Spec {
 }
 
 // checkPingpong: both roles succeeded, every message of each size was
-// answered in its slot, the server answered exactly the messages sent,
+// answered in its slot, the server answered exactly the messages and
+// clock-offset probes sent,
 // and each size has latency samples with P50 <= P99 <= max and a one-way
 // time below the round trip.
 func checkPingpong(t *testing.T, out map[string]*inst) {
@@ -65,8 +66,11 @@ func checkPingpong(t *testing.T, out map[string]*inst) {
 			t.Errorf("%s: one-way %v us, round trip %v us", k, ow, mean)
 		}
 	}
-	if srv["messages"] != sent {
-		t.Errorf("the server answered %v messages, the sender sent %v", srv["messages"], sent)
+	if probes := tx["offset_probes"]; probes < 1 || probes > ppProbes || !(tx["offset_rtt_us"] > 0) {
+		t.Errorf("%v clock-offset probes, the fastest %v us", probes, tx["offset_rtt_us"])
+	}
+	if srv["messages"] != sent+tx["offset_probes"] {
+		t.Errorf("the server answered %v messages, the sender sent %v and %v probes", srv["messages"], sent, tx["offset_probes"])
 	}
 }
 
