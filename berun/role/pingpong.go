@@ -372,8 +372,9 @@ func (r *pingpongRole) sendBE(ctx context.Context, spec Spec, peers PeerMap, sw 
 		cur  *ppSlot
 		sock *byteexpress.Socket
 		errs firstErr
-		// The probes before the first slot's Pinger: the next one's send
-		// time, how many are left, and done, closed once they are over.
+		// The probes before the first slot's Pinger: whether they run,
+		// the one in flight's send time, how many were answered, when
+		// they stop, and probed, closed once they are over.
 		off      ppOffset
 		probing  bool
 		probeT1  sim.Time
