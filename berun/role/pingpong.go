@@ -244,7 +244,7 @@ func portAttr(spec Spec, device string, qos verbsQoS) (verbs.DeviceAttr, error) 
 		return a, fmt.Errorf("verbs transport: %w", err)
 	}
 	if a.PortRate <= 0 || !a.PortMTU.Valid() {
-		return a, fmt.Errorf("verbs: %s port 1 reports rate %d b/s and MTU %d (is the port ACTIVE? or give parameters rate and mtu)", device, a.PortRate, a.PortMTU)
+		return a, fmt.Errorf("verbs: %s port 1 reports rate %d b/s and MTU %d (is the port ACTIVE? or give the role its rate (and mtu) parameters)", device, a.PortRate, a.PortMTU)
 	}
 	return a, nil
 }
