@@ -134,7 +134,7 @@ func (r *fragsizeRole) Prepare(ctx context.Context, spec Spec) (string, error) {
 func (r *fragsizeRole) portRate(spec Spec) error {
 	a, err := portAttr(spec, r.device, r.qos)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w; or give parameter rate", err)
 	}
 	r.rate = scenarios.Rate(a.PortRate)
 	return nil

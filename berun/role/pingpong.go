@@ -182,7 +182,7 @@ func (r *pingpongRole) Prepare(ctx context.Context, spec Spec) (string, error) {
 	if r.rate == 0 || r.mtu == 0 {
 		a, err := portAttr(spec, r.device, r.qos)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("%w; or give parameters rate and mtu", err)
 		}
 		if r.rate == 0 {
 			r.rate = a.PortRate
@@ -244,7 +244,7 @@ func portAttr(spec Spec, device string, qos verbsQoS) (verbs.DeviceAttr, error) 
 		return a, fmt.Errorf("verbs transport: %w", err)
 	}
 	if a.PortRate <= 0 || !a.PortMTU.Valid() {
-		return a, fmt.Errorf("verbs: %s port 1 reports rate %d b/s and MTU %d (is the port ACTIVE? or give the role its rate (and mtu) parameters)", device, a.PortRate, a.PortMTU)
+		return a, fmt.Errorf("verbs: %s port 1 reports rate %d b/s and MTU %d (is the port ACTIVE?)", device, a.PortRate, a.PortMTU)
 	}
 	return a, nil
 }
