@@ -6,7 +6,7 @@
 //
 //	berun/wire        control protocol: bounded frames, strict messages, HMAC token handshake (fuzzed)
 //	berun/tcpx        framed messages over kernel TCP: the transport of the tcp roles
-//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, failover, perftest, fragsize, hol, msgrate, flow)
+//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, failover, perftest, fragsize, hol, msgrate, pingpong, peak, flow)
 //	berun/counters    NIC/fabric counters before and after a run (sysfs, ethtool -S, DCQCN sysfs)
 //	berun/plan        hosts file and run plan, turned into per-host assignments
 //	berun/agent       `berun agent`: one controller session at a time, roles at the start instant
@@ -25,11 +25,12 @@
 // others' results. Every wait on either side is bounded.
 //
 // besim scenarios with a ps-cluster, incast-pull or failover workload, or
-// a perftest, fragsize, hol or msgrate benchmark, or flows, run unedited (plan.FromScenario maps the scenario's servers,
+// a perftest, fragsize, hol, msgrate, pingpong or peak benchmark, or flows, run unedited (plan.FromScenario maps the scenario's servers,
 // clients, workers and victim flows onto the hosts file): the roles replay
 // the workload with the state machines besim simulates (workloads/ps,
 // workloads/incast, workloads/failover, workloads/perftest, workloads/fragsize,
-// workloads/hol: the same shard placement, draws,
+// workloads/hol, workloads/pingpong; peak is fragsize's and perftest's
+// machines in turn: the same shard placement, draws,
 // sizes and random streams), and the controller also writes the run in
 // besim's result format (controller.Report) so `besim compare` puts
 // simulation and hardware side by side. With `--transport verbs` the

@@ -30,7 +30,9 @@ import (
 // keyed by the hosts' link); fragsize runs besim's fig10 names
 // (fragsize/RATE/SIZE/gbps, fragsizeReport); hol runs besim's fig13 names
 // (hol/FLOWS/SETTING/mean and p99, holReport); msgrate runs besim's
-// fig11 names (msgrate/TD/QPS/mmps, msgrateReport); flow scenarios besim's
+// fig11 names (msgrate/TD/QPS/mmps, msgrateReport); pingpong runs besim's
+// fig8 names (pingpong/RATE/MTU/SIZE/mean_us, pingpongReport); peak runs
+// besim's fig9 names (peak/RATE/MTU/{be,rc,ud}/gbps, peakReport); flow scenarios besim's
 // flow/NAME/goodput, flows/sent and flows/delivered (flowsReport); failover runs besim's failover/ names
 // (failoverReport); every role's own metrics follow as
 // role/ID/NAME; NIC counters, where the hosts had them, become pfc/, cnp/
@@ -44,6 +46,8 @@ func Report(rf *ResultFile) *report.Result {
 	fragsizeReport(r, rf)
 	holReport(r, rf)
 	msgrateReport(r, rf)
+	pingpongReport(r, rf)
+	peakReport(r, rf)
 	flowsReport(r, rf)
 	failoverReport(r, rf)
 	counterTotals(r, rf)

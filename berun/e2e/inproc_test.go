@@ -97,7 +97,7 @@ func runInProcessOn(t *testing.T, name string, scen []byte, n int, dur time.Dura
 	}
 	if verbs {
 		for i := range p.Roles {
-			if r := p.Roles[i].Role; strings.HasPrefix(r, "ps-") || strings.HasPrefix(r, "incast-") || strings.HasPrefix(r, "failover-") {
+			if r := p.Roles[i].Role; strings.HasPrefix(r, "ps-") || strings.HasPrefix(r, "incast-") || strings.HasPrefix(r, "failover-") || strings.HasPrefix(r, "pingpong-") {
 				p.Roles[i].Params["transport"] = "verbs"
 			}
 		}

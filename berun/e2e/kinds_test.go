@@ -26,6 +26,8 @@ var replayTests = map[string][]func(*testing.T){
 	"fragsize":    {TestFragsizeScenario},
 	"hol":         {TestHolScenario},
 	"msgrate":     {TestMsgrateScenario},
+	"pingpong":    {TestPingpongScenario, TestPingpongScenarioVerbs},
+	"peak":        {TestPeakScenario},
 	"flows":       {TestFlowsScenario},
 }
 

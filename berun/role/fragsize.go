@@ -132,33 +132,9 @@ func (r *fragsizeRole) Prepare(ctx context.Context, spec Spec) (string, error) {
 // portRate reads the active rate of the receiver's port (the device and
 // GID the endpoint will use).
 func (r *fragsizeRole) portRate(spec Spec) error {
-	device := r.device
-	if device == "" {
-		d, err := DefaultDevice()
-		if err != nil {
-			return fmt.Errorf("verbs transport: %w", err)
-		}
-		device = d
-	}
-	gid := r.qos.gid
-	if gid < 0 {
-		host, _, _ := net.SplitHostPort(spec.Bind)
-		g, _, err := autoGID(device, 1, net.ParseIP(host))
-		if err != nil {
-			return fmt.Errorf("verbs transport: %w", err)
-		}
-		gid = g
-	}
-	vctx, err := OpenVerbs(device, gid)
+	a, err := portAttr(spec, r.device, r.qos)
 	if err != nil {
-		return fmt.Errorf("verbs transport: %w", err)
-	}
-	a := vctx.Attr()
-	if err := vctx.Close(); err != nil {
-		return fmt.Errorf("verbs transport: %w", err)
-	}
-	if a.PortRate <= 0 {
-		return fmt.Errorf("verbs: %s port 1 reports rate %d b/s (is the port ACTIVE? or give parameter rate)", device, a.PortRate)
+		return fmt.Errorf("%w; or give parameter rate", err)
 	}
 	r.rate = scenarios.Rate(a.PortRate)
 	return nil

@@ -25,6 +25,13 @@
 //     Table 2): the benchmark's endpoint (workloads/perftest) on the
 //     host's RDMA device, RC and UD SENDs at the link's rate and MTU.
 //
+//   - pingpong-sender and pingpong-server (a besim pingpong benchmark,
+//     Figure 8): workloads/pingpong's Pinger, one message outstanding,
+//     over kernel TCP or the core on verbs; peak-sender, peak-receiver,
+//     peak-perftest-client and peak-perftest-server (a peak benchmark,
+//     Figure 9): fragsize's and perftest's machines taking turns on the
+//     link (peak.go).
+//
 //   - failover-server and failover-client (a besim failover scenario,
 //     §7.2): the clients' fetches through byteexpress/rpc, driven by
 //     workloads/failover's machine over kernel TCP or verbs; a server's

@@ -210,7 +210,12 @@ host, hol-receiver on the second, over verbs, one slot per large-flow count,
 fragmented and whole; --duration sets each slot's measured interval), or a
 msgrate benchmark (fig11: msgrate-sender's I/O threads on the first host,
 msgrate-target on the second, over verbs, one slot per QP count and
-thread-domain setting), or a flow scenario (its flows section: each flow a flow-sender on its source host
+thread-domain setting), or a pingpong benchmark (fig8: pingpong-sender on the
+first host, pingpong-server on the second, over kernel TCP or with --transport
+verbs the ByteExpress core, one slot per message size), or a peak benchmark
+(fig9: over verbs, ByteExpress's sender and receiver, then the perftest client
+and server, on the first and second host; --duration sets each series'
+measured interval), or a flow scenario (its flows section: each flow a flow-sender on its source host
 and a flow-receiver on its destination, scenario host i being the hosts
 file's i-th host, with the flow's start, size and rate, over kernel TCP with
 either --transport; scenarios with faults are refused), or a berun role plan.
@@ -472,7 +477,7 @@ func scenarioPlan(file string, data []byte, hs *plan.Hosts, dur time.Duration, t
 		// device (agents built with -tags rdma; without a device they
 		// refuse); the victim and bandwidth flows stay kernel TCP.
 		for i := range p.Roles {
-			if r := p.Roles[i].Role; strings.HasPrefix(r, "ps-") || strings.HasPrefix(r, "incast-") || strings.HasPrefix(r, "failover-") {
+			if r := p.Roles[i].Role; strings.HasPrefix(r, "ps-") || strings.HasPrefix(r, "incast-") || strings.HasPrefix(r, "failover-") || strings.HasPrefix(r, "pingpong-") {
 				p.Roles[i].Params["transport"] = "verbs"
 			}
 		}
@@ -497,6 +502,9 @@ func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 		}
 		if strings.HasPrefix(r.Role, "msgrate-") {
 			return fmt.Errorf("%s: --transport tcp: a msgrate benchmark measures the RDMA device's doorbells (RDMA WRITEs on RC QPs) and always runs over verbs (drop the flag)", p.File)
+		}
+		if strings.HasPrefix(r.Role, "peak-") {
+			return fmt.Errorf("%s: --transport tcp: a peak benchmark measures the ByteExpress core and RC and UD perftest on the RDMA device and always runs over verbs (drop the flag)", p.File)
 		}
 		if strings.HasPrefix(r.Role, "hol-") {
 			return fmt.Errorf("%s: --transport tcp: a hol benchmark measures head-of-line blocking behind the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)

@@ -110,6 +110,25 @@ func TestLoadPlanTransport(t *testing.T) {
 	if _, err := loadPlan(f, hs, time.Second, "udp"); err == nil {
 		t.Error("--transport udp accepted")
 	}
+	// A pingpong benchmark's roles likewise (two hosts).
+	two, err := plan.ParseHosts("hosts.yaml", []byte("hosts: [{name: a, control: \"127.0.0.1:7001\", data: 127.0.0.1}, {name: b, control: \"127.0.0.1:7002\", data: 127.0.0.1}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = t.TempDir() + "/fig8.yaml"
+	data, _ = scenarios.Builtin("fig8")
+	if err := os.WriteFile(f, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadPlan(f, two, 10*time.Millisecond, "verbs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Roles {
+		if r.Params["transport"] != "verbs" {
+			t.Errorf("fig8 --transport verbs: role %s has transport %q", r.ID, r.Params["transport"])
+		}
+	}
 }
 
 // A perftest benchmark is verbs only: an explicit --transport tcp is
@@ -142,7 +161,7 @@ func TestPerftestTransport(t *testing.T) {
 		t.Errorf("roles %+v", p.Roles)
 	}
 	// The fragsize and hol benchmarks likewise.
-	for _, name := range []string{"fig10", "fig11", "fig13"} {
+	for _, name := range []string{"fig9", "fig10", "fig11", "fig13"} {
 		f := filepath.Join(dir, name+".yaml")
 		data, _ := scenarios.Builtin(name)
 		if err := os.WriteFile(f, data, 0o600); err != nil {

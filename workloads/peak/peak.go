@@ -4,7 +4,9 @@
 // each answered with 32 bytes: package fragsize's Sender and Receiver at
 // one fragment size) beside the RC and UD perftest baselines of Table 2
 // (package perftest). It holds the points, the reduction to the peak table
-// and metrics and the result's notes; besim runs it in package peaksim.
+// and metrics and the result's notes, and the wall-clock schedule of a run
+// on real hosts (Schedule: the series take turns on the link); besim runs
+// it in package peaksim, berun's peak roles in berun/role.
 // eRPC, the paper's other series in Figure 9, is not modelled.
 package peak
 
@@ -13,7 +15,9 @@ import (
 
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
 	"github.com/besim/besim/verbs"
+	"github.com/besim/besim/workloads/fragsize"
 	"github.com/besim/besim/workloads/perftest"
 )
 
@@ -84,3 +88,45 @@ func Add(p Point, m Measured, paper Paper, tbl *report.Table, r *report.Result) 
 
 // Note explains the table.
 const Note = "ByteExpress is the payload its receiving NIC accepted over the interval (fragments plus under 0.1% metadata) with one engine and one socket, as in the paper's throughput setup (1 MB messages, a 32-byte answer each, enough outstanding to fill the path); the fragment size is a scenario parameter (Figure 10: the model needs large fragments at 100 Gb/s and above). RC and UD perftest are ib_send_bw on the same NIC model (the Table 2 runs; '-' where the scenario leaves a transport out), and the paper columns are its Table 2 perftest values. eRPC, the paper's third series, is not modelled (no eRPC model exists in besim); the paper gives Figure 9 as bars without numbers for ByteExpress"
+
+// Schedule is the wall-clock schedule of a peak run on real hosts, where
+// the series take turns on the one link: ByteExpress first, in a slot of
+// its own (a fragsize.Sweep of one point: warm-up, measured interval and a
+// tenth to drain), then each perftest transport of the scenario in turn
+// (Each long: the warm-up, then the measured interval), from Perftest on.
+type Schedule struct {
+	BE         fragsize.Sweep
+	BESlot     sim.Time
+	Perftest   sim.Time // the perftest transports' start, BESlot
+	Each       sim.Time // each transport's share: warm-up and measured interval
+	Transports int
+}
+
+// ScheduleDuration is the run length whose schedule measures at least
+// meas per series after warm, with n perftest transports. It is whole
+// nanoseconds, so it survives a time.Duration.
+func ScheduleDuration(n int, warm, meas sim.Time) sim.Time {
+	const ns = sim.Nanosecond
+	each := (warm + meas + ns - 1) / ns * ns
+	return fragsize.SweepDuration(1, warm, meas) + sim.Time(n)*each
+}
+
+// NewSchedule divides a run of d between ByteExpress and n perftest
+// transports, each with warm-up warm, so that every series measures
+// about as long (ScheduleDuration inverts it).
+func NewSchedule(d sim.Time, n int, warm sim.Time) (Schedule, error) {
+	const ns = sim.Nanosecond
+	if n < 0 || warm < 0 {
+		return Schedule{}, fmt.Errorf("peak: %d transports with warm-up %v", n, warm)
+	}
+	// d = 10/9 x + n x, x the warm-up and measured interval of a series.
+	each := d * 9 / sim.Time(10+9*n) / ns * ns
+	sc := Schedule{BESlot: d - sim.Time(n)*each, Each: each, Transports: n}
+	sc.Perftest = sc.BESlot
+	be, err := fragsize.NewSweep(sc.BESlot, 1, warm)
+	if err != nil || each <= warm {
+		return Schedule{}, fmt.Errorf("peak: %v for ByteExpress and %d perftest transports leaves no measured interval after the warm-up %v of each", d, n, warm)
+	}
+	sc.BE = be
+	return sc, nil
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
 )
 
 // TestPointsAndAdd: points come from points or the rates x mtus product;
@@ -33,5 +34,32 @@ func TestPointsAndAdd(t *testing.T) {
 	}
 	if m["peak/200G/4096B/be/gbps"] != 150 || m["peak/200G/4096B/rc/gbps"] != 187.5 || m["peak/200G/4096B/ud/gbps"] != -1 {
 		t.Fatalf("metrics %v", m)
+	}
+}
+
+// TestSchedule: a run of ScheduleDuration gives every series at least the
+// measured interval asked for, ByteExpress's slot first, the transports
+// after it back to back to the run's end; a run too short is refused.
+func TestSchedule(t *testing.T) {
+	const warm, meas = 2 * sim.Millisecond, 5 * sim.Millisecond
+	for n := range 3 {
+		d := ScheduleDuration(n, warm, meas)
+		sc, err := NewSchedule(d, n, warm)
+		if err != nil {
+			t.Fatalf("%d transports, %v: %v", n, d, err)
+		}
+		from, to := sc.BE.Window(0)
+		if from != warm || to-from < meas || to > sc.BESlot || sc.Perftest != sc.BESlot {
+			t.Errorf("%d transports: ByteExpress window [%v, %v) of slot %v", n, from, to, sc.BESlot)
+		}
+		if n > 0 && sc.Each-warm < meas {
+			t.Errorf("%d transports: each measures %v, want at least %v", n, sc.Each-warm, meas)
+		}
+		if sc.Perftest+sim.Time(n)*sc.Each != d || sc.Each%sim.Nanosecond != 0 {
+			t.Errorf("%d transports: perftest from %v, %v each, in a run of %v", n, sc.Perftest, sc.Each, d)
+		}
+	}
+	if _, err := NewSchedule(5*sim.Millisecond, 2, warm); err == nil {
+		t.Error("5 ms for three series with a 2 ms warm-up each was accepted")
 	}
 }
