@@ -93,7 +93,7 @@ func newMsgrate(spec Spec) (Role, error) {
 		return nil, errors.New("the scenario has no msgrate benchmark")
 	}
 	if s.Benchmark.Through == scenarios.ThroughCore {
-		return nil, errors.New("benchmark.through: core: the msgrate roles post on the verbs directly (through: nic)")
+		return nil, errors.New("benchmark.through: core: the msgrate roles post on the verbs directly (through: nic); the msgrate-core-sender and msgrate-core-target roles run it through the core")
 	}
 	r.scen = s
 	r.qos = vp.qos(s)
