@@ -19,8 +19,9 @@ import (
 var psKinds = []string{"server", "ranker", "trainer", "worker", "client"}
 
 // FromScenario turns a besim scenario with a ps-cluster, incast-pull or
-// failover workload, a perftest, fragsize, hol or msgrate benchmark
-// (perftestPlan, fragsizePlan, holPlan, msgratePlan), or a flow scenario
+// failover workload, a perftest, fragsize, hol, msgrate (through the NIC
+// or the core) or mrcache benchmark (perftestPlan, fragsizePlan, holPlan,
+// msgratePlan, msgrateCorePlan, mrcachePlan), or a flow scenario
 // (flowsPlan), into a run
 // plan, so that the file besim simulates is the file berun replays (see
 // psPlan, incastPlan and failoverPlan for the instances). Instances
@@ -47,9 +48,12 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	}
 	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.MsgRate {
 		if s.Benchmark.Through == scenarios.ThroughCore {
-			return nil, fmt.Errorf("%s: benchmark.through: core: berun's msgrate roles post RDMA WRITEs on the verbs directly (through: nic); the message rate through the ByteExpress core is not replayed yet (simulate it with besim)", file)
+			return msgrateCorePlan(file, data, s, hs, dur)
 		}
 		return msgratePlan(file, data, s, hs, dur)
+	}
+	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.MRCacheBench {
+		return mrcachePlan(file, data, s, hs, dur)
 	}
 	w := s.Workload
 	if w == nil && s.Benchmark == nil {
@@ -65,7 +69,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads, perftest, fragsize, hol and msgrate benchmarks and flow scenarios; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads, perftest, fragsize, hol, msgrate and mrcache benchmarks and flow scenarios; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -368,10 +372,9 @@ func sweepPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur t
 // kinds it refuses, with the reason FromScenario gives. Every kind besim
 // registers is in one of them (berun/e2e's TestEveryKindReplayedOrRefused).
 var (
-	Replayed = []string{"ps-cluster", "incast-pull", "failover", "perftest", "fragsize", "hol", "msgrate", "flows"}
+	Replayed = []string{"ps-cluster", "incast-pull", "failover", "perftest", "fragsize", "hol", "msgrate", "mrcache", "flows"}
 	Refused  = map[string]string{
 		"pingpong": "berun does not replay the pingpong benchmark (Figure 8) yet: no berun role drives its one-message-outstanding client and server over the core (workloads/pingpong); simulate it with besim",
-		"mrcache":  "berun does not replay the memory-registration benchmark (§5.2) yet: no berun role drives its poster (workloads/mrcache) over the verbs, and a real NIC's MPT/MTT cache misses are not counted by any counter berun reads; simulate it with besim",
 		"peak":     "berun does not replay the peak benchmark (Figure 9) yet: no berun role runs its ByteExpress peak-throughput engine beside perftest (workloads/peak); replay fig10's fragsize benchmark and table2's perftest for the two halves, or simulate it with besim",
 	}
 )
