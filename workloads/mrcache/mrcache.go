@@ -258,7 +258,8 @@ type Point struct {
 // Reduce adds the mrcache table and the metrics
 // mrcache/<registration>/{mmps,gbps,mpt_miss_rate,mtt_miss_rate} for
 // points[i] (the scenario's registrations, in order); the miss rates only
-// where the point has them (not NoCacheCounters).
+// where the point has them (not NoCacheCounters; its table cells of the
+// cache counters are then -1).
 func Reduce(s *scenarios.Scenario, regs []Registration, points []Point, r *report.Result) {
 	b := s.Benchmark
 	tbl := report.Table{Name: "mrcache", KeyName: "registration",
@@ -276,8 +277,20 @@ func Reduce(s *scenarios.Scenario, regs []Registration, points []Point, r *repor
 			r.Add(k+"mpt_miss_rate", p.MPTMissRate, "")
 			r.Add(k+"mtt_miss_rate", p.MTTMissRate, "")
 		}
-		tbl.AddRow(string(reg), p.Mmps, p.Gbps, 100*p.MPTMissRate, 100*p.MTTMissRate, float64(p.MPTMisses), float64(p.MTTMisses),
-			100*p.RecvMTTMissRate, 100*p.RegShare, float64(p.Regions))
+		mptMisses, mttMisses := float64(p.MPTMisses), float64(p.MTTMisses)
+		if p.NoCacheCounters {
+			mptMisses, mttMisses = -1, -1
+		}
+		tbl.AddRow(string(reg), p.Mmps, p.Gbps, pct(p.MPTMissRate), pct(p.MTTMissRate), mptMisses, mttMisses,
+			pct(p.RecvMTTMissRate), pct(p.RegShare), float64(p.Regions))
 	}
 	r.Tables = append(r.Tables, tbl)
+}
+
+// pct is fraction f in percent; -1 (not measured) stays -1.
+func pct(f float64) float64 {
+	if f < 0 {
+		return -1
+	}
+	return 100 * f
 }
