@@ -17,7 +17,7 @@ import (
 // (ps_roles do not apply), always over verbs. Its points (each QP count,
 // with and without thread domains) run one after the other in slots as a
 // fragsize sweep's do; each slot's warm-up is the engines' set-up (besim
-// starts its warmup once every engine is connected; here 100 ms and 2 ms
+// starts its warmup once every engine is connected; here 250 ms and 2 ms
 // per QP of the largest point, parameter setup) and the benchmark's
 // warmup. The scenario's duration (or dur) is each point's measured
 // interval.
@@ -27,7 +27,7 @@ func msgrateCorePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts,
 	for _, q := range b.QPs {
 		most = max(most, q)
 	}
-	setup := 100*time.Millisecond + time.Duration(most)*2*time.Millisecond
+	setup := 250*time.Millisecond + time.Duration(most)*2*time.Millisecond
 	return setupSweepPlan(file, data, s, hs, dur, "msgrate-core", "target", "points (QP counts, with and without thread domains)",
 		len(b.QPs)*len(b.ThreadDomains), setup)
 }
@@ -38,12 +38,12 @@ func msgrateCorePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts,
 // second (ps_roles do not apply), always over verbs. The registrations run
 // one after the other in slots; each slot's warm-up is the set-up (the
 // one-time registrations and the QP exchange, which besim does at
-// instant zero; here 100 ms and 50 us per buffer, parameter setup) and
+// instant zero; here 250 ms and 50 us per buffer, parameter setup) and
 // the benchmark's warmup. The scenario's duration (or dur) is each
 // registration's measured interval.
 func mrcachePlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur time.Duration) (*Plan, error) {
 	b := s.Benchmark
-	setup := 100*time.Millisecond + time.Duration(b.Buffers)*50*time.Microsecond
+	setup := 250*time.Millisecond + time.Duration(b.Buffers)*50*time.Microsecond
 	return setupSweepPlan(file, data, s, hs, dur, "mrcache", "target", "registrations", len(b.Registrations), setup)
 }
 

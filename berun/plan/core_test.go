@@ -67,13 +67,13 @@ func checkSetupSweep(t *testing.T, name, kind, receiver string, n int, warm sim.
 
 // A msgrate benchmark through the core (fig11-core: 7 QP counts up to
 // 512, with and without thread domains, warmup 200 us): the msgrate-core
-// roles, 14 slots, a set-up of 100 ms + 2 ms x 512.
+// roles, 14 slots, a set-up of 250 ms + 2 ms x 512.
 func TestFromMsgrateCoreScenario(t *testing.T) {
-	checkSetupSweep(t, "fig11-core", "msgrate-core", "target", 14, 200*sim.Microsecond, 100*time.Millisecond+1024*time.Millisecond)
+	checkSetupSweep(t, "fig11-core", "msgrate-core", "target", 14, 200*sim.Microsecond, 250*time.Millisecond+1024*time.Millisecond)
 }
 
 // A mrcache benchmark (mr-cache: 3 registrations, 2048 buffers, warmup
-// 5 ms): the mrcache roles, 3 slots, a set-up of 100 ms + 50 us x 2048.
+// 5 ms): the mrcache roles, 3 slots, a set-up of 250 ms + 50 us x 2048.
 func TestFromMRCacheScenario(t *testing.T) {
-	checkSetupSweep(t, "mr-cache", "mrcache", "target", 3, 5*sim.Millisecond, 100*time.Millisecond+2048*50*time.Microsecond)
+	checkSetupSweep(t, "mr-cache", "mrcache", "target", 3, 5*sim.Millisecond, 250*time.Millisecond+2048*50*time.Microsecond)
 }
