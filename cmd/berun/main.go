@@ -210,7 +210,11 @@ host, hol-receiver on the second, over verbs, one slot per large-flow count,
 fragmented and whole; --duration sets each slot's measured interval), or a
 msgrate benchmark (fig11: msgrate-sender's I/O threads on the first host,
 msgrate-target on the second, over verbs, one slot per QP count and
-thread-domain setting), or a flow scenario (its flows section: each flow a flow-sender on its source host
+thread-domain setting; fig11-core, through: core, the same with
+msgrate-core-sender's endpoint, one engine per QP, and msgrate-core-target
+answering), or a mrcache benchmark (mr-cache: mrcache-sender's I/O thread on
+the first host, mrcache-target on the second, over verbs, one slot per
+registration; the NIC's cache miss rates are not measured), or a flow scenario (its flows section: each flow a flow-sender on its source host
 and a flow-receiver on its destination, scenario host i being the hosts
 file's i-th host, with the flow's start, size and rate, over kernel TCP with
 either --transport; scenarios with faults are refused), or a berun role plan.
@@ -481,7 +485,7 @@ func scenarioPlan(file string, data []byte, hs *plan.Hosts, dur time.Duration, t
 }
 
 // perftestTransport refuses an explicit --transport tcp for a perftest,
-// fragsize, hol or msgrate benchmark: their roles measure the RDMA device (RC and
+// fragsize, hol, msgrate or mrcache benchmark: their roles measure the RDMA device (RC and
 // UD, or the core's fragments) and have no kernel-TCP form (the flag's default,
 // and verbs, are accepted).
 func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
@@ -497,6 +501,9 @@ func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 		}
 		if strings.HasPrefix(r.Role, "msgrate-") {
 			return fmt.Errorf("%s: --transport tcp: a msgrate benchmark measures the RDMA device's doorbells (RDMA WRITEs on RC QPs) and always runs over verbs (drop the flag)", p.File)
+		}
+		if strings.HasPrefix(r.Role, "mrcache-") {
+			return fmt.Errorf("%s: --transport tcp: a mrcache benchmark measures memory registration (ibv_reg_mr) and RDMA WRITEs on the RDMA device and always runs over verbs (drop the flag)", p.File)
 		}
 		if strings.HasPrefix(r.Role, "hol-") {
 			return fmt.Errorf("%s: --transport tcp: a hol benchmark measures head-of-line blocking behind the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)
