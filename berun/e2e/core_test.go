@@ -34,14 +34,22 @@ func TestMsgrateCoreScenario(t *testing.T) {
 	}
 	sim, _ := besimVs(t, hw, "fig11-core", scen)
 	names := map[string]bool{}
+	total := 0.0
 	for _, m := range sim.Metrics {
 		if !strings.HasPrefix(m.Name, "msgrate/") {
 			continue
 		}
 		names[m.Name] = true
-		if v, ok := hw.Metric(m.Name); !ok || !(v.Value > 0) {
-			t.Errorf("berun's report: %s = %+v (present %v), want > 0", m.Name, v, ok)
+		v, ok := hw.Metric(m.Name)
+		if !ok || !(v.Value >= 0) {
+			t.Errorf("berun's report: %s = %+v (present %v), want a rate", m.Name, v, ok)
 		}
+		total += v.Value
+	}
+	// A point may measure nothing when a loaded machine stalls the run
+	// for its whole interval; the run as a whole must measure messages.
+	if !(total > 0) {
+		t.Errorf("berun measured no message in any point")
 	}
 	for _, m := range hw.Metrics {
 		if strings.HasPrefix(m.Name, "msgrate/") && !names[m.Name] {
@@ -77,6 +85,7 @@ func TestMRCacheScenario(t *testing.T) {
 	}
 	sim, _ := besimVs(t, hw, "mr-cache", scen)
 	names := map[string]bool{}
+	total := 0.0
 	for _, m := range sim.Metrics {
 		if !strings.HasPrefix(m.Name, "mrcache/") {
 			continue
@@ -88,9 +97,14 @@ func TestMRCacheScenario(t *testing.T) {
 			if ok {
 				t.Errorf("berun's report has %s = %v: a real NIC's cache misses are not measured, it must be absent", m.Name, v.Value)
 			}
-		case !ok || !(v.Value > 0):
-			t.Errorf("berun's report: %s = %+v (present %v), want > 0", m.Name, v, ok)
+		case !ok || !(v.Value >= 0):
+			t.Errorf("berun's report: %s = %+v (present %v), want a rate", m.Name, v, ok)
+		default:
+			total += v.Value
 		}
+	}
+	if !(total > 0) {
+		t.Errorf("berun measured no WRITE in any registration")
 	}
 	for _, m := range hw.Metrics {
 		if strings.HasPrefix(m.Name, "mrcache/") && !names[m.Name] {

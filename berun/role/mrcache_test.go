@@ -46,12 +46,14 @@ func TestMRCacheRolesOverVerbs(t *testing.T) {
 		t.Logf("%s: %v", id, in.res.Metrics)
 	}
 	tx := out["mrcache-sender"].res.Metrics
+	measured := 0.0
 	for reg, regions := range map[string][2]float64{"block": {4, 4}, "buffer": {256, 256}, "message": {0, 16}} {
 		k := "/" + reg
 		if w, c := tx["writes"+k], tx["completions"+k]; w == 0 || w != c {
 			t.Errorf("%s: %v WRITEs posted, %v completed", reg, w, c)
 		}
-		if !(tx["mmps"+k] > 0) || !(tx["gbps"+k] > 0) || tx["completed"+k] > tx["completions"+k] {
+		measured += tx["completed"+k]
+		if !(tx["mmps"+k] >= 0) || !(tx["gbps"+k] >= 0) || tx["completed"+k] > tx["completions"+k] {
 			t.Errorf("%s: %v Mmsg/s, %v Gb/s, %v of %v completions measured", reg, tx["mmps"+k], tx["gbps"+k], tx["completed"+k], tx["completions"+k])
 		}
 		if g := tx["regions"+k]; g < regions[0] || g > regions[1] {
@@ -64,6 +66,11 @@ func TestMRCacheRolesOverVerbs(t *testing.T) {
 		} else if tx["reg_mrs"+k] != 0 {
 			t.Errorf("%s: %v registrations on the data path, want none", reg, tx["reg_mrs"+k])
 		}
+	}
+	// A registration may measure nothing when a loaded machine stalls
+	// the run for its whole interval; the run as a whole must not.
+	if !(measured > 0) {
+		t.Error("no WRITE completed in any measured interval")
 	}
 	// Every region registered was deregistered, but the target's slots
 	// (until Close); per message, one registration per WRITE.

@@ -238,8 +238,10 @@ func (r *msgrateCoreRole) receive(ctx context.Context, spec Spec, sw fragsize.Sw
 	n.listen()
 	var err error
 	select {
-	// The last point's sender drains until half a warm-up after the end.
-	case <-time.After(time.Until(spec.End().Add(time.Duration(sw.Warmup / 2 / sim.Nanosecond)))):
+	// The last point's sender drains until half a warm-up after the end;
+	// the target answers until a whole one after it, so that the drain
+	// never outlives the answers.
+	case <-time.After(time.Until(spec.End().Add(time.Duration(sw.Warmup / sim.Nanosecond)))):
 	case <-ctx.Done():
 		err = fmt.Errorf("stopped (%v)", context.Cause(ctx))
 	}

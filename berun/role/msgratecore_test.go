@@ -45,6 +45,7 @@ func TestMsgrateCoreRolesOverVerbs(t *testing.T) {
 		t.Logf("%s: %v", id, in.res.Metrics)
 	}
 	tx, rx := out["msgrate-core-sender"].res.Metrics, out["msgrate-core-target"].res.Metrics
+	measured := 0.0
 	for _, k := range []string{"no_td/2", "td/2", "no_td/4", "td/4"} {
 		q := map[string]float64{"no_td/2": 2, "td/2": 2, "no_td/4": 4, "td/4": 4}[k]
 		if tx["connected/"+k] != q || !(tx["setup_s/"+k] > 0) {
@@ -54,9 +55,15 @@ func TestMsgrateCoreRolesOverVerbs(t *testing.T) {
 		if sent < 16*q || got != sent {
 			t.Errorf("%s: %v messages sent (at least 16 per engine), %v answered", k, sent, got)
 		}
-		if m := rx["messages/"+k]; !(m > 0) || m > sent || rx["mmps/"+k] <= 0 {
+		measured += rx["messages/"+k]
+		if m := rx["messages/"+k]; !(m >= 0) || m > sent || !(rx["mmps/"+k] >= 0) {
 			t.Errorf("%s: the target counted %v messages (of %v sent), %v Mmsg/s", k, m, sent, rx["mmps/"+k])
 		}
+	}
+	// A point may measure nothing when a loaded machine stalls the run for
+	// its whole interval; the run as a whole must not.
+	if !(measured > 0) {
+		t.Error("the target counted no message in any measured interval")
 	}
 }
 
