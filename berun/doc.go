@@ -25,12 +25,14 @@
 // others' results. Every wait on either side is bounded.
 //
 // besim scenarios with a ps-cluster, incast-pull or failover workload, or
-// a perftest, fragsize, hol, msgrate, pingpong or peak benchmark, or flows, run unedited (plan.FromScenario maps the scenario's servers,
+// a perftest, fragsize, hol, msgrate (through the NIC or the core),
+// mrcache, pingpong or peak benchmark, or flows, run unedited (plan.FromScenario maps the scenario's servers,
 // clients, workers and victim flows onto the hosts file): the roles replay
 // the workload with the state machines besim simulates (workloads/ps,
 // workloads/incast, workloads/failover, workloads/perftest, workloads/fragsize,
-// workloads/hol, workloads/pingpong; peak is fragsize's and perftest's
-// machines in turn: the same shard placement, draws,
+// workloads/hol, workloads/msgrate, workloads/mrcache, workloads/pingpong;
+// peak is fragsize's and perftest's machines in turn: the same shard
+// placement, draws,
 // sizes and random streams), and the controller also writes the run in
 // besim's result format (controller.Report) so `besim compare` puts
 // simulation and hardware side by side. With `--transport verbs` the

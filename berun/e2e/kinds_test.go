@@ -25,7 +25,8 @@ var replayTests = map[string][]func(*testing.T){
 	"perftest":    {TestPerftestScenario},
 	"fragsize":    {TestFragsizeScenario},
 	"hol":         {TestHolScenario},
-	"msgrate":     {TestMsgrateScenario},
+	"msgrate":     {TestMsgrateScenario, TestMsgrateCoreScenario},
+	"mrcache":     {TestMRCacheScenario},
 	"pingpong":    {TestPingpongScenario, TestPingpongScenarioVerbs},
 	"peak":        {TestPeakScenario},
 	"flows":       {TestFlowsScenario},
@@ -37,7 +38,6 @@ var refusedScenarios = map[string]string{
 	"pfc-storm":    "faults[0] kind pfc-storm: the point of this flow scenario is a fault",
 	"quarantine":   "a crashed server does not come back in berun",
 	"tcp-fallback": "berun cannot replay the fallback to TCP",
-	"fig11-core":   "benchmark.through: core",
 }
 
 // TestEveryKindReplayedOrRefused: every scenario kind besim registers

@@ -19,8 +19,9 @@ import (
 var psKinds = []string{"server", "ranker", "trainer", "worker", "client"}
 
 // FromScenario turns a besim scenario with a ps-cluster, incast-pull or
-// failover workload, a perftest, fragsize, hol, msgrate, pingpong or peak
-// benchmark (perftestPlan, fragsizePlan, holPlan, msgratePlan,
+// failover workload, a perftest, fragsize, hol, msgrate (through the NIC
+// or the core), mrcache, pingpong or peak benchmark (perftestPlan,
+// fragsizePlan, holPlan, msgratePlan, msgrateCorePlan, mrcachePlan,
 // pingpongPlan, peakPlan), or a flow scenario
 // (flowsPlan), into a run
 // plan, so that the file besim simulates is the file berun replays (see
@@ -54,9 +55,12 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	}
 	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.MsgRate {
 		if s.Benchmark.Through == scenarios.ThroughCore {
-			return nil, fmt.Errorf("%s: benchmark.through: core: berun's msgrate roles post RDMA WRITEs on the verbs directly (through: nic); the message rate through the ByteExpress core is not replayed yet (simulate it with besim)", file)
+			return msgrateCorePlan(file, data, s, hs, dur)
 		}
 		return msgratePlan(file, data, s, hs, dur)
+	}
+	if s.Benchmark != nil && s.Benchmark.Kind == scenarios.MRCacheBench {
+		return mrcachePlan(file, data, s, hs, dur)
 	}
 	w := s.Workload
 	if w == nil && s.Benchmark == nil {
@@ -72,7 +76,7 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 		case w != nil:
 			kind = "workload " + string(w.Kind)
 		}
-		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads, perftest, fragsize, hol, msgrate, pingpong and peak benchmarks and flow scenarios; this scenario has %s (simulate it with besim)", file, kind)
+		return nil, fmt.Errorf("%s: berun replays ps-cluster, incast-pull and failover workloads, perftest, fragsize, hol, msgrate, mrcache, pingpong and peak benchmarks and flow scenarios; this scenario has %s (simulate it with besim)", file, kind)
 	}
 	p := &Plan{Name: s.Name, File: file, Raw: data, GraceDur: DefaultGrace}
 	p.Dur = time.Duration(s.Duration.Time() / sim.Nanosecond)
@@ -378,10 +382,8 @@ func sweepPlan(file string, data []byte, s *scenarios.Scenario, hs *Hosts, dur t
 // kinds it refuses, with the reason FromScenario gives. Every kind besim
 // registers is in one of them (berun/e2e's TestEveryKindReplayedOrRefused).
 var (
-	Replayed = []string{"ps-cluster", "incast-pull", "failover", "perftest", "fragsize", "hol", "msgrate", "pingpong", "peak", "flows"}
-	Refused  = map[string]string{
-		"mrcache": "berun does not replay the memory-registration benchmark (§5.2) yet: no berun role drives its poster (workloads/mrcache) over the verbs, and a real NIC's MPT/MTT cache misses are not counted by any counter berun reads; simulate it with besim",
-	}
+	Replayed = []string{"ps-cluster", "incast-pull", "failover", "perftest", "fragsize", "hol", "msgrate", "mrcache", "pingpong", "peak", "flows"}
+	Refused  = map[string]string{}
 )
 
 // flowsPlan: a flow scenario (a flows section, no workload or benchmark)

@@ -331,16 +331,3 @@ func TestFromPSScenarioReplicasRefused(t *testing.T) {
 		t.Errorf("replicas 1: %v", err)
 	}
 }
-
-// A msgrate benchmark through the core (fig11-core) is refused with the
-// reason: the msgrate roles post on the verbs directly.
-func TestFromMsgrateCoreRefused(t *testing.T) {
-	hs, err := ParseHosts("h.yaml", []byte("hosts:\n  - {name: a, control: \"127.0.0.1:7001\", data: 127.0.0.1}\n  - {name: b, control: \"127.0.0.1:7002\", data: 127.0.0.1}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := scenarios.Builtin("fig11-core")
-	if _, err := FromScenario("fig11-core.yaml", data, hs, time.Second); err == nil || !strings.Contains(err.Error(), "benchmark.through: core: berun's msgrate roles post RDMA WRITEs on the verbs directly") {
-		t.Errorf("fig11-core: %v", err)
-	}
-}

@@ -29,8 +29,9 @@ func fakeSysfs(dev string) fstest.MapFS {
 
 // useFakeNICs points the verbs roles at in-memory NICs (verbs/fakeverbs)
 // behind a fake sysfs, and checks each was opened on the RoCE v2 GID of
-// the data IP (index 3), as auto-selection must choose on a ConnectX.
-func useFakeNICs(t *testing.T) {
+// the data IP (index 3), as auto-selection must choose on a ConnectX. It
+// returns the network, for tests that read its counters.
+func useFakeNICs(t *testing.T) *fakeverbs.Network {
 	t.Helper()
 	fnet := fakeverbs.New(fakeverbs.Config{Latency: 5000})
 	start := time.Now()
@@ -53,6 +54,7 @@ func useFakeNICs(t *testing.T) {
 		OpenVerbs, DefaultDevice, SysfsRoot = oldOpen, oldDev, oldFS
 		stop()
 	})
+	return fnet
 }
 
 func TestAutoGID(t *testing.T) {

@@ -93,7 +93,7 @@ func newMsgrate(spec Spec) (Role, error) {
 		return nil, errors.New("the scenario has no msgrate benchmark")
 	}
 	if s.Benchmark.Through == scenarios.ThroughCore {
-		return nil, errors.New("benchmark.through: core: the msgrate roles post on the verbs directly (through: nic)")
+		return nil, errors.New("benchmark.through: core: the msgrate roles post on the verbs directly (through: nic); the msgrate-core-sender and msgrate-core-target roles run it through the core")
 	}
 	r.scen = s
 	r.qos = vp.qos(s)
@@ -219,10 +219,16 @@ const maxQPs = 4096
 
 // rcConnect brings qp to RTS towards peer, as perftest's RC endpoints.
 func (r *msgrateRole) rcConnect(qp verbs.QP, peer verbs.QPInfo) error {
-	ah := verbs.AHAttr{DGID: peer.GID, SGIDIndex: uint8(r.qos.gid), TrafficClass: r.qos.dscp << 2, ServiceLevel: r.qos.prio}
+	return rcConnectQP(r.vctx, r.qos, qp, peer)
+}
+
+// rcConnectQP brings qp of device vctx to RTS towards peer with the QoS
+// qos (GID index, traffic class, service level).
+func rcConnectQP(vctx verbs.Context, qos verbsQoS, qp verbs.QP, peer verbs.QPInfo) error {
+	ah := verbs.AHAttr{DGID: peer.GID, SGIDIndex: uint8(qos.gid), TrafficClass: qos.dscp << 2, ServiceLevel: qos.prio}
 	return verbs.ModifyAll(qp, []verbs.QPAttr{
 		{State: verbs.StateInit, Port: 1, AccessFlags: verbs.AccessLocalWrite | verbs.AccessRemoteWrite},
-		{State: verbs.StateRTR, AH: ah, PathMTU: min(peer.MTU, r.vctx.Attr().PortMTU), DestQPN: peer.QPN, RQPSN: peer.PSN, MaxDestRdAtomic: 16, MinRNRTimer: 12},
+		{State: verbs.StateRTR, AH: ah, PathMTU: min(peer.MTU, vctx.Attr().PortMTU), DestQPN: peer.QPN, RQPSN: peer.PSN, MaxDestRdAtomic: 16, MinRNRTimer: 12},
 		{State: verbs.StateRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: 0, MaxRdAtomic: 16},
 	}, []verbs.AttrMask{
 		verbs.AttrState | verbs.AttrPKeyIndex | verbs.AttrPort | verbs.AttrAccessFlags,

@@ -210,7 +210,11 @@ host, hol-receiver on the second, over verbs, one slot per large-flow count,
 fragmented and whole; --duration sets each slot's measured interval), or a
 msgrate benchmark (fig11: msgrate-sender's I/O threads on the first host,
 msgrate-target on the second, over verbs, one slot per QP count and
-thread-domain setting), or a pingpong benchmark (fig8: pingpong-sender on the
+thread-domain setting; fig11-core, through: core, the same with
+msgrate-core-sender's endpoint, one engine per QP, and msgrate-core-target
+answering), or a mrcache benchmark (mr-cache: mrcache-sender's I/O thread on
+the first host, mrcache-target on the second, over verbs, one slot per
+registration; the NIC's cache miss rates are not measured), or a pingpong benchmark (fig8: pingpong-sender on the
 first host, pingpong-server on the second, over kernel TCP or with --transport
 verbs the ByteExpress core, one slot per message size), or a peak benchmark
 (fig9: over verbs, ByteExpress's sender and receiver, then the perftest client
@@ -486,7 +490,7 @@ func scenarioPlan(file string, data []byte, hs *plan.Hosts, dur time.Duration, t
 }
 
 // perftestTransport refuses an explicit --transport tcp for a perftest,
-// fragsize, hol or msgrate benchmark: their roles measure the RDMA device (RC and
+// fragsize, hol, msgrate or mrcache benchmark: their roles measure the RDMA device (RC and
 // UD, or the core's fragments) and have no kernel-TCP form (the flag's default,
 // and verbs, are accepted).
 func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
@@ -505,6 +509,9 @@ func perftestTransport(p *plan.Plan, transport string, explicit bool) error {
 		}
 		if strings.HasPrefix(r.Role, "peak-") {
 			return fmt.Errorf("%s: --transport tcp: a peak benchmark measures the ByteExpress core and RC and UD perftest on the RDMA device and always runs over verbs (drop the flag)", p.File)
+		}
+		if strings.HasPrefix(r.Role, "mrcache-") {
+			return fmt.Errorf("%s: --transport tcp: a mrcache benchmark measures memory registration (ibv_reg_mr) and RDMA WRITEs on the RDMA device and always runs over verbs (drop the flag)", p.File)
 		}
 		if strings.HasPrefix(r.Role, "hol-") {
 			return fmt.Errorf("%s: --transport tcp: a hol benchmark measures head-of-line blocking behind the ByteExpress core's fragments on the RDMA device and always runs over verbs (drop the flag)", p.File)

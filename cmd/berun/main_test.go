@@ -160,8 +160,9 @@ func TestPerftestTransport(t *testing.T) {
 	if len(p.Roles) != 2 || p.Roles[0].Role != "perftest-server" || p.Roles[1].Role != "perftest-client" {
 		t.Errorf("roles %+v", p.Roles)
 	}
-	// The fragsize and hol benchmarks likewise.
-	for _, name := range []string{"fig9", "fig10", "fig11", "fig13"} {
+	// The fragsize, msgrate (through the NIC and the core), hol, peak and
+	// mrcache benchmarks likewise.
+	for _, name := range []string{"fig9", "fig10", "fig11", "fig11-core", "fig13", "mr-cache"} {
 		f := filepath.Join(dir, name+".yaml")
 		data, _ := scenarios.Builtin(name)
 		if err := os.WriteFile(f, data, 0o600); err != nil {

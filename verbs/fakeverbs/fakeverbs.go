@@ -77,6 +77,8 @@ type Stats struct {
 	Errors          int // error completions (not flushes)
 	Flushes         int
 	CQOverflows     int
+	RegMRs          int // memory regions registered
+	DeregMRs        int // memory regions deregistered
 }
 
 // Network connects contexts. Create with New.
@@ -154,6 +156,18 @@ func (n *Network) OpenQPs() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return len(n.qps)
+}
+
+// OpenMRs counts memory regions registered and not deregistered, across
+// all contexts.
+func (n *Network) OpenMRs() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	k := 0
+	for _, c := range n.ctxs {
+		k += len(c.mrs)
+	}
+	return k
 }
 
 // ---- events ----
@@ -387,6 +401,7 @@ func (p *PD) RegMR(addr uintptr, length int, access verbs.Access) (verbs.MR, err
 	n.nextKey++
 	mr := &MR{c: p.c, addr: addr, view: view(addr, length), key: n.nextKey, access: access}
 	p.c.mrs[mr.key] = mr
+	n.stats.RegMRs++
 	return mr, nil
 }
 
@@ -450,11 +465,16 @@ func (m *MR) RKey() uint32 { return m.key }
 // Access implements verbs.MR.
 func (m *MR) Access() verbs.Access { return m.access }
 
-// Dereg implements verbs.MR.
+// Dereg implements verbs.MR. A region deregistered twice is an error
+// (ibv_dereg_mr on a freed MR is undefined on a real device).
 func (m *MR) Dereg() error {
 	m.c.n.mu.Lock()
 	defer m.c.n.mu.Unlock()
+	if m.c.mrs[m.key] != m {
+		return fmt.Errorf("fakeverbs: MR %#x (key %#x) deregistered twice", m.addr, m.key)
+	}
 	delete(m.c.mrs, m.key)
+	m.c.n.stats.DeregMRs++
 	return nil
 }
 

@@ -185,3 +185,56 @@ func TestBadRKeyAndCrash(t *testing.T) {
 		t.Fatalf("completions %+v, want retry exceeded towards a crashed peer", wc)
 	}
 }
+
+// TestRegDeregMR: a region registered for one WRITE (as ibv_reg_mr per
+// message does) carries it; once deregistered its lkey no longer does
+// (the WRITE completes in error), it is counted as registered and
+// deregistered, OpenMRs drops back, and a second Dereg is an error.
+func TestRegDeregMR(t *testing.T) {
+	n := New(Config{})
+	a, b := mkSide(t, n, "a", false), mkSide(t, n, "b", false)
+	connect(t, a, b, 7)
+	base := n.Stats()
+	open := n.OpenMRs()
+	if open != 2 {
+		t.Fatalf("%d open MRs, want the two sides' 2", open)
+	}
+	mr, err := a.pd.RegMR(a.mr.Addr()+4096, 4096, verbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(a.mem[4096:], "per-message")
+	write := func(id uint64) verbs.WC {
+		t.Helper()
+		wr := verbs.SendWR{ID: id, Opcode: verbs.OpWrite, Flags: verbs.FlagSignaled,
+			SGL: []verbs.SGE{{Addr: mr.Addr(), Length: 11, LKey: mr.LKey()}}, RemoteAddr: uint64(b.mr.Addr()), RKey: b.mr.RKey()}
+		if _, err := a.qp.PostSend(&wr); err != nil {
+			t.Fatal(err)
+		}
+		n.Advance(n.Now() + 1e9)
+		wc := poll(a.cq)
+		if len(wc) != 1 {
+			t.Fatalf("%d completions, want 1", len(wc))
+		}
+		return wc[0]
+	}
+	if wc := write(1); wc.Status != verbs.WCSuccess || string(b.mem[:11]) != "per-message" {
+		t.Fatalf("WRITE from the new region: %v, destination %q", wc.Status, b.mem[:11])
+	}
+	if n.OpenMRs() != open+1 {
+		t.Errorf("%d open MRs after one more registration, want %d", n.OpenMRs(), open+1)
+	}
+	if err := mr.Dereg(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.Dereg(); err == nil {
+		t.Error("a second Dereg of one region succeeded")
+	}
+	st := n.Stats()
+	if st.RegMRs-base.RegMRs != 1 || st.DeregMRs-base.DeregMRs != 1 || n.OpenMRs() != open {
+		t.Errorf("registered %d, deregistered %d, open %d; want 1, 1, %d", st.RegMRs-base.RegMRs, st.DeregMRs-base.DeregMRs, n.OpenMRs(), open)
+	}
+	if wc := write(2); wc.Status == verbs.WCSuccess {
+		t.Error("a WRITE through a deregistered region's lkey succeeded")
+	}
+}

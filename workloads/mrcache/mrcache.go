@@ -124,6 +124,69 @@ func (c *Config) BlockOf(i int) (block int, off int64) {
 	return i / per, int64(i%per) * int64(c.Stride())
 }
 
+// Addr is buffer i's offset from the base of the working set: its block's
+// place plus its offset in the block (BlockOf).
+func (c *Config) Addr(i int) int64 {
+	b, off := c.BlockOf(i)
+	return int64(b)*int64(c.Block) + off
+}
+
+// Span is the bytes from the base of the working set to the end of its
+// last block: the memory a driver maps.
+func (c *Config) Span() int64 { return int64(c.Blocks()) * int64(c.Block) }
+
+// TargetBytes is the receiver's region, one registered once for every
+// registration: Depth slots of Stride bytes, the WRITEs' targets in turn
+// (Poster.RemoteSlot).
+func (c *Config) TargetBytes() int { return c.Depth * c.Stride() }
+
+// Region is a memory region of the working set: Len bytes at Off from its
+// base.
+type Region struct {
+	Off int64
+	Len int
+}
+
+// PerMessage says whether each WRITE's buffer is registered (BufferRegion)
+// just before the WRITE is posted and deregistered at its completion
+// (registration message).
+func (c *Config) PerMessage() bool { return c.Registration == Message }
+
+// Regions is the regions registered once, before the first WRITE, in the
+// order they are registered: the Blocks (registration block), one
+// BufferRegion per buffer (buffer), none (message).
+func (c *Config) Regions() []Region {
+	var rs []Region
+	switch c.Registration {
+	case Block:
+		for b := range c.Blocks() {
+			rs = append(rs, Region{Off: int64(b) * int64(c.Block), Len: c.Block})
+		}
+	case Buffer:
+		for i := range c.Buffers {
+			rs = append(rs, c.BufferRegion(i))
+		}
+	}
+	return rs
+}
+
+// RegionOf is the index in Regions of the region holding buffer i; -1
+// with registration message (PerMessage: no region holds it before its
+// WRITE).
+func (c *Config) RegionOf(i int) int {
+	switch c.Registration {
+	case Block:
+		b, _ := c.BlockOf(i)
+		return b
+	case Buffer:
+		return i
+	}
+	return -1
+}
+
+// BufferRegion is buffer i's own region: its Message bytes at Addr(i).
+func (c *Config) BufferRegion(i int) Region { return Region{Off: c.Addr(i), Len: c.Message} }
+
 // Poster hands out buffers round-robin, skipping those in flight.
 type Poster struct {
 	cfg   *Config
@@ -157,6 +220,12 @@ func (p *Poster) Next() (buf int, ok bool) {
 	return 0, false
 }
 
+// RemoteSlot is the offset, in the receiver's region (TargetBytes), of
+// the target of the WRITE Next last handed out: the slots in turn.
+func (p *Poster) RemoteSlot() int64 {
+	return int64(p.Posts%uint64(p.cfg.Depth)) * int64(p.cfg.Stride())
+}
+
 // Done returns buffer i (its WRITE completed).
 func (p *Poster) Done(i int) {
 	if p.busy[i] {
@@ -180,11 +249,17 @@ type Point struct {
 	RegShare           float64 // share of the I/O thread's busy time in ibv_reg_mr
 	Regions            int     // regions registered at the end of the warmup
 	RegistrationsPerMs float64
+	// NoCacheCounters marks a point measured where the NIC's MPT/MTT
+	// cache counters cannot be read (a real NIC, berun): Reduce leaves its
+	// miss-rate metrics out rather than report a number nobody measured.
+	NoCacheCounters bool
 }
 
 // Reduce adds the mrcache table and the metrics
 // mrcache/<registration>/{mmps,gbps,mpt_miss_rate,mtt_miss_rate} for
-// points[i] (the scenario's registrations, in order).
+// points[i] (the scenario's registrations, in order); the miss rates only
+// where the point has them (not NoCacheCounters; its table cells of the
+// cache counters are then -1).
 func Reduce(s *scenarios.Scenario, regs []Registration, points []Point, r *report.Result) {
 	b := s.Benchmark
 	tbl := report.Table{Name: "mrcache", KeyName: "registration",
@@ -198,10 +273,24 @@ func Reduce(s *scenarios.Scenario, regs []Registration, points []Point, r *repor
 		k := "mrcache/" + string(reg) + "/"
 		r.Add(k+"mmps", p.Mmps, "Mmsg/s")
 		r.Add(k+"gbps", p.Gbps, "Gbps")
-		r.Add(k+"mpt_miss_rate", p.MPTMissRate, "")
-		r.Add(k+"mtt_miss_rate", p.MTTMissRate, "")
-		tbl.AddRow(string(reg), p.Mmps, p.Gbps, 100*p.MPTMissRate, 100*p.MTTMissRate, float64(p.MPTMisses), float64(p.MTTMisses),
-			100*p.RecvMTTMissRate, 100*p.RegShare, float64(p.Regions))
+		if !p.NoCacheCounters {
+			r.Add(k+"mpt_miss_rate", p.MPTMissRate, "")
+			r.Add(k+"mtt_miss_rate", p.MTTMissRate, "")
+		}
+		mptMisses, mttMisses := float64(p.MPTMisses), float64(p.MTTMisses)
+		if p.NoCacheCounters {
+			mptMisses, mttMisses = -1, -1
+		}
+		tbl.AddRow(string(reg), p.Mmps, p.Gbps, pct(p.MPTMissRate), pct(p.MTTMissRate), mptMisses, mttMisses,
+			pct(p.RecvMTTMissRate), pct(p.RegShare), float64(p.Regions))
 	}
 	r.Tables = append(r.Tables, tbl)
+}
+
+// pct is fraction f in percent; -1 (not measured) stays -1.
+func pct(f float64) float64 {
+	if f < 0 {
+		return -1
+	}
+	return 100 * f
 }

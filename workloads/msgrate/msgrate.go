@@ -234,3 +234,78 @@ func Reduce(s *scenarios.Scenario, points [][]Point, r *report.Result) {
 	}
 	r.Tables = append(r.Tables, tbl)
 }
+
+// CoreClient is the client's logic of the workload through the ByteExpress
+// core (benchmark through: core): every socket keeps Depth messages
+// outstanding (Start) and each answer costs AppWork of application work
+// (jittered) before one more message follows it (Answer), until Stop. The
+// jitter of a socket's answers is drawn from stream ThreadStream(ID mod
+// Threads), ID being the socket's (byteexpress Socket.ID), so the sockets
+// are split into Threads independent streams (Stream): a driver with
+// concurrent I/O threads locks per stream. Not safe for concurrent use
+// within one stream. besim's msgratesim and berun's msgrate-core roles
+// drive it.
+type CoreClient struct {
+	Streams []*CoreStream
+}
+
+// CoreStream is one stream of a CoreClient: its sockets' jitter and
+// counts.
+type CoreStream struct {
+	cfg     *Config
+	rng     *rand.Rand
+	stopped bool
+	// Sent counts the messages the stream asked for; Answers the answers
+	// it was given.
+	Sent, Answers uint64
+}
+
+// NewCoreClient returns the client of cfg (with defaults).
+func NewCoreClient(cfg *Config) *CoreClient {
+	c := &CoreClient{}
+	for i := range cfg.Threads {
+		c.Streams = append(c.Streams, &CoreStream{cfg: cfg, rng: sim.Stream(cfg.Seed, ThreadStream(i))})
+	}
+	return c
+}
+
+// Stream is the stream of the socket with ID id.
+func (c *CoreClient) Stream(id uint64) *CoreStream { return c.Streams[id%uint64(len(c.Streams))] }
+
+// Counts sums the streams' messages sent and answers received (not safe
+// while the streams run).
+func (c *CoreClient) Counts() (sent, answers uint64) {
+	for _, s := range c.Streams {
+		sent += s.Sent
+		answers += s.Answers
+	}
+	return sent, answers
+}
+
+// Start is the number of messages to send on a new socket of the stream:
+// Depth (0 once stopped).
+func (s *CoreStream) Start() int {
+	if s.stopped {
+		return 0
+	}
+	s.Sent += uint64(s.cfg.Depth)
+	return s.cfg.Depth
+}
+
+// Answer is an answer on a socket of the stream: the application work to
+// do for it (AppWork, jittered) and the messages to send on that socket
+// after it (1; 0 once stopped).
+func (s *CoreStream) Answer() (work sim.Time, send int) {
+	s.Answers++
+	j := 1 + s.cfg.Jitter*(2*s.rng.Float64()-1)
+	work = sim.Time(float64(s.cfg.AppWork) * j)
+	if s.stopped {
+		return work, 0
+	}
+	s.Sent++
+	return work, 1
+}
+
+// Stop ends the stream's sending: answers still cost their work but
+// no message follows them.
+func (s *CoreStream) Stop() { s.stopped = true }

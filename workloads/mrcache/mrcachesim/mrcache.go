@@ -58,10 +58,7 @@ const (
 	tagNotify
 )
 
-func (t *ioThread) addr(i int) uintptr {
-	b, off := t.cfg.BlockOf(i)
-	return uintptr(base + int64(b)*int64(t.cfg.Block) + off)
-}
+func (t *ioThread) addr(i int) uintptr { return uintptr(base + t.cfg.Addr(i)) }
 
 func (t *ioThread) failed(err error) {
 	if t.fail == nil {
@@ -87,7 +84,7 @@ func (t *ioThread) OnEvent(now sim.Time, tag uint64) {
 			continue
 		}
 		i := int(wc.WRID)
-		if t.cfg.Registration == mrcache.Message && t.mrs[i] != nil {
+		if t.cfg.PerMessage() && t.mrs[i] != nil {
 			if err := t.mrs[i].Dereg(); err != nil {
 				t.failed(err)
 			}
@@ -97,8 +94,9 @@ func (t *ioThread) OnEvent(now sim.Time, tag uint64) {
 	}
 	if i, ok := t.p.Next(); ok {
 		lkey := uint32(0)
-		if t.cfg.Registration == mrcache.Message {
-			mr, err := t.pd.RegMR(t.addr(i), t.cfg.Message, verbs.AccessLocalWrite)
+		if t.cfg.PerMessage() {
+			r := t.cfg.BufferRegion(i)
+			mr, err := t.pd.RegMR(uintptr(base+r.Off), r.Len, verbs.AccessLocalWrite)
 			if err != nil {
 				t.failed(err)
 				return
@@ -110,8 +108,7 @@ func (t *ioThread) OnEvent(now sim.Time, tag uint64) {
 		}
 		t.sge[0] = verbs.SGE{Addr: t.addr(i), Length: uint32(t.cfg.Message), LKey: lkey}
 		t.wr.ID = uint64(i)
-		slot := int64(t.p.Posts % uint64(t.cfg.Depth))
-		t.wr.RemoteAddr = uint64(base + slot*int64(t.cfg.Stride()))
+		t.wr.RemoteAddr = uint64(base + t.p.RemoteSlot())
 		if _, err := t.qp.PostSend(&t.wr); err != nil {
 			t.failed(err)
 			return
@@ -153,7 +150,7 @@ func Test(cfg Config) (Result, error) {
 	cb, _ := nb.Open()
 	pda, _ := ca.AllocPD()
 	pdb, _ := cb.AllocPD()
-	dst, err := pdb.RegMR(base, cfg.Depth*cfg.Stride(), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	dst, err := pdb.RegMR(base, cfg.TargetBytes(), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 	if err != nil {
 		return Result{}, err
 	}
@@ -176,32 +173,23 @@ func Test(cfg Config) (Result, error) {
 	t := &ioThread{k: k, cfg: &cfg.Config, pd: pda, ctx: ca, cpu: rnic.NewCPU(k, "io0"), cq: cqa.(*rnic.CQ), qp: qa,
 		p: mrcache.NewPoster(&cfg.Config), rkey: dst.RKey()}
 	t.wr = verbs.SendWR{Opcode: verbs.OpWrite, Flags: verbs.FlagSignaled, SGL: t.sge[:], RKey: dst.RKey()}
-	switch cfg.Registration {
-	case mrcache.Block:
-		t.lkeys = make([]uint32, cfg.Buffers)
-		keys := make([]uint32, cfg.Blocks())
-		for b := range keys {
-			mr, err := pda.RegMR(uintptr(base+int64(b)*int64(cfg.Block)), cfg.Block, verbs.AccessLocalWrite)
-			if err != nil {
-				return Result{}, err
-			}
-			keys[b] = mr.LKey()
-		}
-		for i := range t.lkeys {
-			b, _ := cfg.BlockOf(i)
-			t.lkeys[i] = keys[b]
-		}
-	case mrcache.Buffer:
-		t.lkeys = make([]uint32, cfg.Buffers)
-		for i := range t.lkeys {
-			mr, err := pda.RegMR(t.addr(i), cfg.Message, verbs.AccessLocalWrite)
-			if err != nil {
-				return Result{}, err
-			}
-			t.lkeys[i] = mr.LKey()
-		}
-	case mrcache.Message:
+	// The regions registered once (mrcache.Config.Regions), or none and
+	// one per WRITE (PerMessage).
+	if cfg.PerMessage() {
 		t.mrs = make([]verbs.MR, cfg.Buffers)
+	} else {
+		keys := make([]uint32, 0, len(cfg.Regions()))
+		for _, r := range cfg.Regions() {
+			mr, err := pda.RegMR(uintptr(base+r.Off), r.Len, verbs.AccessLocalWrite)
+			if err != nil {
+				return Result{}, err
+			}
+			keys = append(keys, mr.LKey())
+		}
+		t.lkeys = make([]uint32, cfg.Buffers)
+		for i := range t.lkeys {
+			t.lkeys[i] = keys[cfg.RegionOf(i)]
+		}
 	}
 	t.id = k.Register(t)
 	t.cq.SetNotify(t, tagNotify)

@@ -3,7 +3,6 @@ package msgratesim
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/fabric"
@@ -39,11 +38,12 @@ type CoreResult struct {
 	Client    rnic.CPUStats
 }
 
-// coreClient keeps Depth messages outstanding on each socket and sends one
-// more per answer, after its application work.
+// coreClient drives msgrate.CoreClient on the simulated host: Depth
+// messages outstanding on each socket, one more per answer, after its
+// application work charged to the delivering thread.
 type coreClient struct {
 	cfg   *msgrate.Config
-	rng   []*rand.Rand // per thread
+	m     *msgrate.CoreClient
 	socks map[*byteexpress.Socket]bool
 	conn  int // sockets connected
 	err   error
@@ -70,14 +70,15 @@ func (a *coreClient) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 		if !a.socks[ev.Socket] {
 			return
 		}
+		// The thread delivering the answer does the application's work
+		// for it (msgrate.CoreClient: the socket's stream draws it).
+		work, n := a.m.Stream(ev.Socket.ID()).Answer()
 		if cpu := h.CurrentCPU(); cpu != nil {
-			// The thread delivering the answer does the application's
-			// work for it (the stream of the thread owning the socket).
-			rng := a.rng[int(ev.Socket.ID())%len(a.rng)]
-			j := 1 + a.cfg.Jitter*(2*rng.Float64()-1)
-			cpu.Charge(sim.Time(float64(a.cfg.AppWork) * j))
+			cpu.Charge(work)
 		}
-		a.send(h, ev.Socket)
+		for range n {
+			a.send(h, ev.Socket)
+		}
 	case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
 		_ = h.Free(ev.Buf)
 		if a.err == nil {
@@ -121,10 +122,7 @@ func RunCore(cfg CoreConfig) (CoreResult, error) {
 	srv := fragsizeReceiver{m: rx}
 	b.SetApp(&srv)
 	b.Listen()
-	cl := &coreClient{cfg: &cfg.Config, socks: map[*byteexpress.Socket]bool{}}
-	for i := range cfg.Threads {
-		cl.rng = append(cl.rng, sim.Stream(cfg.Seed, msgrate.ThreadStream(i)))
-	}
+	cl := &coreClient{cfg: &cfg.Config, m: msgrate.NewCoreClient(&cfg.Config), socks: map[*byteexpress.Socket]bool{}}
 	a.SetApp(cl)
 	var socks []*byteexpress.Socket
 	for i := range cfg.QPs {
@@ -140,7 +138,7 @@ func RunCore(cfg CoreConfig) (CoreResult, error) {
 		socks = append(socks, sk)
 	}
 	for _, sk := range socks {
-		for range cfg.Depth {
+		for range cl.m.Stream(sk.ID()).Start() {
 			cl.send(a, sk)
 		}
 	}
