@@ -32,6 +32,17 @@
 //     Figure 9): fragsize's and perftest's machines taking turns on the
 //     link (peak.go).
 //
+//   - the other benchmarks, each on two hosts over the RDMA device:
+//     fragsize-sender and fragsize-receiver (Figure 10), hol-sender and
+//     hol-receiver (Figure 13), msgrate-sender and msgrate-target (Figure
+//     11, WRITEs posted on the verbs), msgrate-core-sender and
+//     msgrate-core-target (Figure 11 through the core, fig11-core),
+//     mrcache-sender and mrcache-target (§5.2: regions per block, per
+//     buffer or per message; a real NIC's MPT/MTT misses are not
+//     observable, so those metrics are absent from the report); and
+//     flow-sender and flow-receiver (a flow scenario's flows as kernel TCP
+//     streams).
+//
 //   - failover-server and failover-client (a besim failover scenario,
 //     §7.2): the clients' fetches through byteexpress/rpc, driven by
 //     workloads/failover's machine over kernel TCP or verbs; a server's
