@@ -386,17 +386,21 @@ func (l *psrLoop) finish(ctx context.Context, d *psrDialer, in <-chan psrEv, hl 
 	}
 	wait := time.NewTimer(helloTimeout)
 	defer wait.Stop()
+	done := make([]bool, len(d.addr))
 	for left := len(d.addr); left > 0; {
 		select {
 		case e := <-in:
 			switch {
+			case done[e.srv]:
+				// A server that has its count may close its endpoint
+				// (its last client ended): the engines to it fail.
+				continue
 			case e.bad != nil:
 				errs = append(errs, fmt.Errorf("server %d: %w", e.srv, e.bad))
+			case e.err != nil && exact:
+				errs = append(errs, fmt.Errorf("server %d before its count: %w", e.srv, e.err))
 			case e.err != nil:
-				if exact {
-					errs = append(errs, fmt.Errorf("server %d after the end: %w", e.srv, e.err))
-				}
-				continue
+				l.notes = append(l.notes, fmt.Sprintf("server %d before its count: %v", e.srv, e.err))
 			case !e.end:
 				continue // a late answer to an earlier attempt
 			case e.count != d.sent[e.srv] && exact:
@@ -404,6 +408,7 @@ func (l *psrLoop) finish(ctx context.Context, d *psrDialer, in <-chan psrEv, hl 
 			case e.count != d.sent[e.srv]:
 				l.notes = append(l.notes, fmt.Sprintf("server %d counted %d requests, %d attempts were sent (attempts timed out or engines failed: some can be lost or still on their way)", e.srv, e.count, d.sent[e.srv]))
 			}
+			done[e.srv] = true
 			left--
 		case <-wait.C:
 			return errors.Join(append(errs, fmt.Errorf("%d servers did not answer the end marker within %v", left, helloTimeout))...)
