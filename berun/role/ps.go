@@ -21,11 +21,12 @@ import (
 // by the function besim uses (ps.FromScenario), and run the state
 // machines besim's simulation drives (ps.Client, ps.Server), with the
 // same streams, header and reply rule, through the fan-out runner
-// (fanout.go).
+// (fanout.go). With the scenario's workload.rpc the clients' fetches and
+// pushes go through the RPC layer (psrpc.go), over verbs only.
 func init() {
 	for _, r := range []struct{ name, summary string }{
 		{"ps-server", "parameter server of a besim ps-cluster scenario over kernel TCP or verbs: answers fetches with the scenario's response sizes and acknowledges pushes"},
-		{"ps-client", "ranker or trainer of a besim ps-cluster scenario over kernel TCP or verbs: fan-out fetches (and compute + push for trainers) to every ps-server peer"},
+		{"ps-client", "ranker or trainer of a besim ps-cluster scenario over kernel TCP or verbs: fan-out fetches (and compute + push for trainers) to every ps-server peer, through the RPC layer (verbs only) with workload.rpc"},
 	} {
 		params := fanParams("server or client index in the scenario (required; clients: rankers first, then trainers)")
 		if r.name == "ps-server" {

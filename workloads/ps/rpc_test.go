@@ -207,12 +207,12 @@ func (y *rpcToy) run(end sim.Time) {
 }
 
 // With server 1 dead from the start, a cluster with 2 replicas per shard
-// group gets its group-1 fetches answered by server 2 after the ladder
-// gives server 1 up (retried, each at least Tr after its first send); with
-// one replica its fetches and pushes fail once the ladder ends (no TCP
-// fallback), and every request the machines
-// sent gets exactly one outcome: the RPC books, the machines' stats and
-// the servers' counts agree.
+// group gets its group-1 fetches answered by server 2 once the ladder
+// gives server 1 up (retried, each at least Tr after its first send);
+// with 1 replica its fetches and pushes fail when the ladder ends (no TCP
+// fallback). Either way every request the machines sent gets exactly one
+// outcome: the RPC books, the machines' stats and the servers' counts
+// agree.
 func TestRPCCallsReplicaAndConservation(t *testing.T) {
 	for _, replicas := range []int{1, 2} {
 		cfg := Config{Servers: 4, Shards: 32, Rankers: 2, Trainers: 2, Replicas: replicas, Compute: 10 * sim.Microsecond}
