@@ -12,7 +12,11 @@ import (
 )
 
 // The RPC layer on the stack path (Config.RPC; the paper's applications
-// reach ByteExpress through Archon, §4 and §7.2). Each client owns an
+// reach ByteExpress through Archon, §4 and §7.2). The runner-free part
+// (policy and replica sets, message framing, the op's retry rule, the
+// bookkeeping of calls and the rpc/* reduction) is package ps's (its
+// rpc.go), which berun's ps roles use too; this file wires it to the
+// simulated hosts. Each client owns an
 // rpc.Client; every message the client's machine (ps.Client) asks for goes
 // out as one call:
 //
