@@ -9,6 +9,7 @@ import (
 
 	"github.com/besim/besim/berun/counters"
 	"github.com/besim/besim/berun/role"
+	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
@@ -17,6 +18,7 @@ import (
 	"github.com/besim/besim/workloads/hol"
 	"github.com/besim/besim/workloads/msgrate"
 	"github.com/besim/besim/workloads/perftest"
+	"github.com/besim/besim/workloads/ps"
 )
 
 // Report turns a run into the result format besim writes (package report),
@@ -24,7 +26,9 @@ import (
 // hardware run of the same scenario. Parameter-server runs get besim's
 // ps-cluster metric names (user/, fetch/, push/, iteration/ and, with
 // trainers, fetch_phase/ and push_phase/ percentiles in us,
-// client/ and server/ goodput in Gbps); incast runs besim's incast-pull
+// client/ and server/ goodput in Gbps; with workload.rpc the clients' RPC
+// layers summed into rpc/* and user/failed by besim's own reduction,
+// ps.ReduceRPC); incast runs besim's incast-pull
 // names (pull/ count and latency in us, worker/ and victim/ goodput);
 // perftest runs besim's table2 names (perftest/RATE/MTU/TRANSPORT/gbps,
 // keyed by the hosts' link); fragsize runs besim's fig10 names
@@ -82,6 +86,14 @@ func psReport(r *report.Result, rf *ResultFile) {
 	var servers, clients int
 	var rxBytes, serverRx, users, iters, sent, got float64
 	measured := 0.0
+	// With workload.rpc: the clients' RPC layers, reduced to besim's
+	// rpc/* metrics and table (ps.ReduceRPC).
+	var (
+		rpcStats    *ps.RPCStats
+		rpcConf     rpc.Config
+		replicas    int
+		usersFailed int64
+	)
 	for _, h := range rf.Hosts {
 		for _, ro := range h.Roles {
 			switch ro.Role {
@@ -115,6 +127,13 @@ func psReport(r *report.Result, rf *ResultFile) {
 				}
 				rxBytes += float64(d.MeasuredRxBytes)
 				measured = max(measured, d.MeasuredS)
+				if d.RPC != nil && d.RPCConfig != nil {
+					if rpcStats == nil {
+						rpcStats, rpcConf, replicas = &ps.RPCStats{}, *d.RPCConfig, d.Replicas
+					}
+					rpcStats.Add(d.RPC)
+					usersFailed += d.UsersFailed
+				}
 			}
 		}
 	}
@@ -149,6 +168,9 @@ func psReport(r *report.Result, rf *ResultFile) {
 	r.Add("requests/sent", sent, "")
 	r.Add("requests/answered", got, "")
 	r.Tables = append(r.Tables, tbl)
+	if rpcStats != nil {
+		ps.ReduceRPC(r, rpcStats, rpcConf, replicas, usersFailed)
+	}
 	r.Notes = append(r.Notes, "server/goodput counts every request byte the servers received over the whole run (besim: pushes in the measured interval)")
 }
 

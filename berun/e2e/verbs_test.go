@@ -214,3 +214,56 @@ func TestMsgrateScenario(t *testing.T) {
 		t.Errorf("besim's result has %d msgrate/ metrics, want 4", n)
 	}
 }
+
+// TestPSScenarioRPCVerbs replays ps-cluster (cut to 2 servers, 1 ranker, 1
+// trainer) with the RPC layer on and 2 replicas per shard group through
+// berun's agents and controller over verbs (in-memory NICs): every
+// client's every call has exactly one outcome, and the report carries
+// every rpc/* metric besim's simulation of the same file has.
+func TestPSScenarioRPCVerbs(t *testing.T) {
+	useFakeNICs(t)
+	data, err := scenarios.Builtin("ps-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Tc and Tr far above the fake NIC's latency under load: nothing
+	// should time out here.
+	scen := []byte(strings.NewReplacer("servers: 16", "servers: 2", "shards: 128", "shards: 16", "rankers: 4", "rankers: 1",
+		"trainers: 4", "trainers: 1", "warmup: 300us", "warmup: 50ms",
+		"  window: 16KiB\n", "  window: 16KiB\n  rpc: {connect_timeout: 2s, request_timeout: 3s}\n  replicas: 2\n").Replace(string(data)))
+	if !strings.Contains(string(scen), "servers: 2") || !strings.Contains(string(scen), "replicas: 2") {
+		t.Fatal("ps-cluster changed: cannot cut it down")
+	}
+	rf, hw := runInProcessOn(t, "ps-cluster", scen, 2, 1500*time.Millisecond, true)
+	var calls float64
+	for _, id := range []string{"ranker0", "trainer0"} {
+		m := rf.Role(id).Metrics
+		c, a, f, o := m["rpc_calls"], m["rpc_answered"], m["rpc_failed"], m["rpc_outstanding"]
+		if c == 0 || c != a+f+o || o != 0 {
+			t.Errorf("%s: %v calls, %v answered, %v failed, %v outstanding", id, c, a, f, o)
+		}
+		calls += c
+	}
+	if v, _ := hw.Metric("rpc/calls"); v.Value != calls {
+		t.Errorf("rpc/calls %v, the clients made %v", v.Value, calls)
+	}
+	sim, rows := besimVs(t, hw, "ps-cluster", scen)
+	n := 0
+	for _, m := range sim.Metrics {
+		if !strings.HasPrefix(m.Name, "rpc/") && m.Name != "user/failed" {
+			continue
+		}
+		n++
+		if _, ok := hw.Metric(m.Name); !ok {
+			t.Errorf("berun's report has no %s (besim's has)", m.Name)
+		}
+	}
+	if n == 0 {
+		t.Error("besim's ps-cluster with rpc has no rpc/* metric")
+	}
+	for _, want := range []string{"rpc/calls", "rpc/failed", "rpc/replica_answers", "user/p99 (us)"} {
+		if !rows[want] {
+			t.Errorf("compare has no row %q", want)
+		}
+	}
+}

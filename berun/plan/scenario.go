@@ -96,12 +96,6 @@ func FromScenario(file string, data []byte, hs *Hosts, dur time.Duration) (*Plan
 	if w.Kind == scenarios.Failover {
 		return failoverPlan(p, file, s, hs)
 	}
-	if w.Replicas > 1 {
-		return nil, fmt.Errorf("%s: workload.replicas %d: the ps roles do not run the RPC layer (byteexpress/rpc), whose replica selection is what would choose among a shard group's replicas; every request would go to the primary; replay with replicas 1 (and rpc: false), or simulate it with besim", file, w.Replicas)
-	}
-	if w.RPCOn() {
-		return nil, fmt.Errorf("%s: workload.rpc: the ps roles do not run the RPC layer (byteexpress/rpc) yet; replay with rpc: false, or simulate it with besim", file)
-	}
 	return psPlan(p, file, w, hs)
 }
 
@@ -120,7 +114,11 @@ func takers(hs *Hosts) map[string][]string {
 
 // psPlan: besim's server i becomes role instance serverI (role ps-server),
 // its client i (rankers first, then trainers) rankerI or trainerI (role
-// ps-client) with every server as a peer.
+// ps-client) with every server as a peer, in server order: with
+// workload.rpc, a client's RPC layer takes peer i as server i, so shard
+// group g's replicas are ps.ReplicaSet's servers, as in besim (the roles
+// run the layer over verbs only: cmd/berun refuses rpc with --transport
+// tcp).
 func psPlan(p *Plan, file string, w *scenarios.Workload, hs *Hosts) (*Plan, error) {
 	take := takers(hs)
 	var errs []error

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -293,41 +294,46 @@ func TestFromFlowsScenario(t *testing.T) {
 	}
 }
 
-// A ps-cluster with the RPC layer on is refused at planning, with the
-// reason, not later by every role.
-func TestFromPSScenarioRPCRefused(t *testing.T) {
-	hs, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1}]`))
+// A ps-cluster with the RPC layer on and replicas is planned like one
+// without (the ps roles run the layer): every client has every server as
+// a peer, in server order, which is how its RPC layer numbers them for
+// ps.ReplicaSet.
+func TestFromPSScenarioRPC(t *testing.T) {
+	hs, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1}, {name: b, control: "127.0.0.1:7002", data: 127.0.0.2}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	data, _ := scenarios.Builtin("ps-cluster")
-	scen := strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n  rpc: {connect_timeout: 10ms, request_timeout: 40ms}\n", 1)
-	if !strings.Contains(scen, "rpc: {") {
-		t.Fatal("ps-cluster changed: cannot turn rpc on")
-	}
-	if _, err := FromScenario("ps.yaml", []byte(scen), hs, time.Second); err == nil || !strings.Contains(err.Error(), "workload.rpc: the ps roles do not run the RPC layer") {
-		t.Errorf("rpc on: %v", err)
-	}
-}
-
-// A ps-cluster with replicas (which needs rpc on) is refused for its
-// replicas, with the reason: the ps roles have no replica selection.
-func TestFromPSScenarioReplicasRefused(t *testing.T) {
-	hs, err := ParseHosts("h.yaml", []byte(`hosts: [{name: a, control: "127.0.0.1:7001", data: 127.0.0.1}]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := scenarios.Builtin("ps-cluster")
-	scen := strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n  rpc: true\n  replicas: 2\n", 1)
-	if !strings.Contains(scen, "replicas: 2") {
-		t.Fatal("ps-cluster changed: cannot set replicas")
-	}
-	if _, err := FromScenario("ps.yaml", []byte(scen), hs, time.Second); err == nil || !strings.Contains(err.Error(), "workload.replicas 2: the ps roles do not run the RPC layer") {
-		t.Errorf("replicas 2: %v", err)
-	}
-	// replicas 1 is today's cluster: not refused for it.
-	one := strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n  replicas: 1\n", 1)
-	if _, err := FromScenario("ps.yaml", []byte(one), hs, time.Second); err != nil && strings.Contains(err.Error(), "replicas") {
-		t.Errorf("replicas 1: %v", err)
+	for _, add := range []string{"  rpc: {connect_timeout: 10ms, request_timeout: 40ms}\n", "  rpc: true\n  replicas: 2\n"} {
+		scen := strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n"+add, 1)
+		if !strings.Contains(scen, "rpc: ") {
+			t.Fatal("ps-cluster changed: cannot turn rpc on")
+		}
+		p, err := FromScenario("ps.yaml", []byte(scen), hs, time.Second)
+		if err != nil {
+			t.Fatalf("%q: %v", add, err)
+		}
+		var servers []string
+		clients := 0
+		for _, r := range p.Roles {
+			if r.Role == "ps-server" {
+				if r.Params["index"] != strconv.Itoa(len(servers)) {
+					t.Errorf("%s has index %s, want %d", r.ID, r.Params["index"], len(servers))
+				}
+				servers = append(servers, r.ID)
+			}
+		}
+		for _, r := range p.Roles {
+			if r.Role != "ps-client" {
+				continue
+			}
+			clients++
+			if !slices.Equal(r.Peers, servers) {
+				t.Errorf("%s: peers %v, want the servers in order %v", r.ID, r.Peers, servers)
+			}
+		}
+		if len(servers) != 16 || clients != 8 {
+			t.Errorf("%q: %d servers, %d clients; want 16 and 8", add, len(servers), clients)
+		}
 	}
 }

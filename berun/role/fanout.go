@@ -38,11 +38,15 @@ import (
 type fanWorkload struct {
 	servers   int // server instances
 	clients   int // client instances
-	headLen   int // the header every request starts with and every answer echoes (<= 24)
+	headLen   int // the header every request starts with and every answer echoes (<= 24 for newClient's machines)
 	maxMsg    int // largest message either side sends
 	warmup    sim.Time
 	newServer func(i int) fanServerM
 	newClient func(i int) fanClientM
+	// rpc, when not nil, is a ps-cluster with the RPC layer on: its
+	// clients run psrpc.go's loop instead of newClient's machine (verbs
+	// only), its servers echo headLen (ps.RPCEcho) bytes.
+	rpc *psRPC
 }
 
 // fanServerM is a workload's server machine. Calls are serialized.
@@ -100,6 +104,7 @@ type fanRole struct {
 	be     byteexpress.Config
 	in     *inbound
 	node   *beNode
+	muteAt time.Duration // server: stop answering requests then (0: never)
 }
 
 func (r *fanRole) Prepare(ctx context.Context, spec Spec) (string, error) {
@@ -136,11 +141,14 @@ func (r *fanRole) Close() error {
 
 func (r *fanRole) Run(ctx context.Context, spec Spec, peers PeerMap) (Result, error) {
 	if r.server {
-		srv := &fanSrv{w: &r.w, m: r.w.newServer(r.idx)}
+		srv := &fanSrv{w: &r.w, m: r.w.newServer(r.idx), muteAt: r.muteAt}
 		if r.verbs {
 			return srv.runBE(ctx, spec, r.node)
 		}
 		return srv.runTCP(ctx, spec, r.in)
+	}
+	if r.w.rpc != nil {
+		return r.runPSRPC(ctx, spec, peers)
 	}
 	return r.runClient(ctx, spec, peers)
 }
@@ -155,6 +163,10 @@ type fanSrv struct {
 	seen   int
 	ended  int
 	closed bool
+	// muteAt (verbs): requests after it are taken in and counted but not
+	// answered (mute_at); muted counts them.
+	muteAt time.Duration
+	muted  int64
 }
 
 // fanPeer is a server's count of one client's requests.
@@ -191,6 +203,9 @@ func (s *fanSrv) result(expected int) Result {
 	m := map[string]float64{"requests": float64(s.n), "rx_bytes": float64(s.rx), "clients_expected": float64(expected),
 		"clients_seen": float64(s.seen), "clients_ended": float64(s.ended)}
 	s.m.metrics(m)
+	if s.muteAt > 0 {
+		m["unanswered"] = float64(s.muted)
+	}
 	return Result{Metrics: m}
 }
 

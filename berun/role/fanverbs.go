@@ -274,6 +274,13 @@ func (s *fanSrv) runBE(ctx context.Context, spec Spec, n *beNode) (Result, error
 				s.seen++
 			}
 			size, end, err := s.answer(c, ev.Buf.Bytes()[:ev.Len], head)
+			if err == nil && !end && s.muteAt > 0 && time.Since(spec.Start) >= s.muteAt {
+				// mute_at: taken in and counted, not answered.
+				s.muted++
+				s.mu.Unlock()
+				_ = n.ep.Free(ev.Buf)
+				return
+			}
 			var out byteexpress.Buffer
 			if err == nil {
 				// Into registered memory while mu still guards head.

@@ -3,7 +3,9 @@ package role
 import (
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
@@ -19,13 +21,18 @@ import (
 // by the function besim uses (ps.FromScenario), and run the state
 // machines besim's simulation drives (ps.Client, ps.Server), with the
 // same streams, header and reply rule, through the fan-out runner
-// (fanout.go).
+// (fanout.go). With the scenario's workload.rpc the clients' fetches and
+// pushes go through the RPC layer (psrpc.go), over verbs only.
 func init() {
 	for _, r := range []struct{ name, summary string }{
 		{"ps-server", "parameter server of a besim ps-cluster scenario over kernel TCP or verbs: answers fetches with the scenario's response sizes and acknowledges pushes"},
-		{"ps-client", "ranker or trainer of a besim ps-cluster scenario over kernel TCP or verbs: fan-out fetches (and compute + push for trainers) to every ps-server peer"},
+		{"ps-client", "ranker or trainer of a besim ps-cluster scenario over kernel TCP or verbs: fan-out fetches (and compute + push for trainers) to every ps-server peer, through the RPC layer (verbs only) with workload.rpc"},
 	} {
-		Register(Info{Name: r.name, Summary: r.summary, New: newPS, Params: fanParams("server or client index in the scenario (required; clients: rankers first, then trainers)")})
+		params := fanParams("server or client index in the scenario (required; clients: rankers first, then trainers)")
+		if r.name == "ps-server" {
+			params = append(params, Param{Name: "mute_at", Default: "0s", Doc: "with workload.rpc: stop answering requests this long after the start (0: never), a black-holed server that still takes them in (counted) and answers the end marker; the clients' RPC layer times them out and moves on to a replica"})
+		}
+		Register(Info{Name: r.name, Summary: r.summary, New: newPS, Params: params})
 	}
 }
 
@@ -125,6 +132,24 @@ func newFan(spec Spec, server bool, kind scenarios.WorkloadKind, work func(s *sc
 		return nil, err
 	}
 	r := &fanRole{w: w, server: server, idx: idx, verbs: transport == "verbs", device: vp.device, qos: vp.qos(s), be: app.Engine(s.Workload)}
+	if _, set := spec.Params["mute_at"]; set {
+		r.muteAt = p.Duration("mute_at", 0, 24*time.Hour)
+		if err := p.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if w.rpc != nil {
+		if !r.verbs {
+			return nil, errors.New("workload.rpc: the ps roles run the RPC layer (byteexpress/rpc) over the ByteExpress core only (param transport verbs, berun --transport verbs); over kernel TCP the fan-out runner has one connection per client and server and no paths or replicas to move to; replay with --transport verbs, or with rpc: false")
+		}
+		if r.be.ConnectTimeout == 0 {
+			// Archon's connection timeout Tc bounds a new engine's
+			// exchange, as in besim (pssim) and the failover roles.
+			r.be.ConnectTimeout = w.rpc.rc.ConnTimeout
+		}
+	} else if r.muteAt > 0 {
+		return nil, errors.New("mute_at needs workload.rpc: without the RPC layer nothing times a request out, and its client would wait for the answer to the end")
+	}
 	switch {
 	case server && idx >= w.servers:
 		return nil, fmt.Errorf("index %d: the scenario has %d servers", idx, w.servers)
@@ -143,8 +168,8 @@ func newPS(spec Spec) (Role, error) {
 }
 
 func psWorkload(s *scenarios.Scenario) (fanWorkload, error) {
-	if s.Workload.RPCOn() {
-		return fanWorkload{}, errors.New("workload.rpc: the ps roles do not run the RPC layer (byteexpress/rpc) yet; replay with rpc: false, or simulate it with besim")
+	if s.Workload.RPCOn() && s.Workload.Transport == scenarios.OverTCP {
+		return fanWorkload{}, errors.New("workload.rpc with workload.transport tcp: the RPC layer (byteexpress/rpc) runs over ByteExpress (besim refuses it too); use transport rdma")
 	}
 	cfg, err := ps.FromScenario(s)
 	if err != nil {
@@ -155,19 +180,33 @@ func psWorkload(s *scenarios.Scenario) (fanWorkload, error) {
 	}
 	c := &cfg
 	shardOf := ps.ShardServers(cfg.Shards, cfg.Servers)
-	return fanWorkload{servers: cfg.Servers, clients: cfg.Rankers + cfg.Trainers, headLen: ps.HeaderSize,
+	w := fanWorkload{servers: cfg.Servers, clients: cfg.Rankers + cfg.Trainers, headLen: ps.HeaderSize,
 		maxMsg: fanMaxMsg, warmup: cfg.Warmup,
 		newServer: func(i int) fanServerM { return &psServerM{m: ps.NewServer(c, i)} },
 		newClient: func(i int) fanClientM {
 			st := ps.NewStats()
 			return &psClientM{m: ps.NewClient(c, i, shardOf, st), st: st}
-		}}, nil
+		}}
+	if rc := ps.RPCConfig(s.Workload); rc != nil {
+		// Through the RPC layer (psrpc.go): the servers echo the RPC
+		// header and the ps header, and answer with Server.RPCReply.
+		w.rpc = &psRPC{cfg: c, rc: *rc, shardOf: shardOf}
+		w.headLen = ps.RPCEcho
+		w.newServer = func(i int) fanServerM { return &psServerM{m: ps.NewServer(c, i), rpc: true} }
+	}
+	return w, nil
 }
 
 // psServerM adapts ps.Server to the fan-out runner.
-type psServerM struct{ m *ps.Server }
+type psServerM struct {
+	m   *ps.Server
+	rpc bool // requests come through the RPC layer
+}
 
 func (s *psServerM) reply(p []byte) (int, error) {
+	if s.rpc {
+		return s.m.RPCReply(p)
+	}
 	h, err := ps.ParseHeader(p)
 	if err != nil {
 		return 0, err
@@ -251,4 +290,12 @@ type PSDetail struct {
 	// interval (besim's client/goodput counts the same).
 	MeasuredRxBytes int64   `json:"measured_rx_bytes"`
 	MeasuredS       float64 `json:"measured_s"`
+	// With workload.rpc (psrpc.go): what the client's RPC layer did (the
+	// whole run), its policy, the scenario's replicas and the user
+	// requests completed with a failed fetch, for besim's rpc/* metrics
+	// (ps.ReduceRPC).
+	RPC         *ps.RPCStats `json:"rpc,omitempty"`
+	RPCConfig   *rpc.Config  `json:"rpc_config,omitempty"`
+	Replicas    int          `json:"replicas,omitempty"`
+	UsersFailed int64        `json:"users_failed,omitempty"`
 }

@@ -19,7 +19,9 @@
 //     over the ByteExpress core on the host's RDMA device; they read the
 //     workload from Spec.Scenario. The fan-out runner they share
 //     (fanout.go, fanverbs.go) serves every request/answer workload the
-//     same way.
+//     same way; a ps-cluster with workload.rpc sends the clients' fetches
+//     and pushes through byteexpress/rpc over verbs (psrpc.go), and a
+//     ps-server's mute_at black-holes it.
 //
 //   - perftest-server and perftest-client (a besim perftest benchmark,
 //     Table 2): the benchmark's endpoint (workloads/perftest) on the

@@ -476,6 +476,12 @@ func scenarioPlan(file string, data []byte, hs *plan.Hosts, dur time.Duration, t
 	if err != nil {
 		return nil, err
 	}
+	if transport == "tcp" {
+		// The ps roles run the RPC layer over the core only (role ps).
+		if s, err := scenarios.Parse(file, data); err == nil && s.Workload != nil && s.Workload.Kind == scenarios.PSCluster && s.Workload.RPCOn() {
+			return nil, fmt.Errorf("%s: workload.rpc: the ps roles run the RPC layer (byteexpress/rpc) over the ByteExpress core on verbs only; use --transport verbs (or rpc: false for kernel TCP)", file)
+		}
+	}
 	if transport == "verbs" {
 		// The workload's roles run the ByteExpress core on each host's RDMA
 		// device (agents built with -tags rdma; without a device they

@@ -110,6 +110,18 @@ func TestLoadPlanTransport(t *testing.T) {
 	if _, err := loadPlan(f, hs, time.Second, "udp"); err == nil {
 		t.Error("--transport udp accepted")
 	}
+	// With workload.rpc the ps roles need verbs: tcp is refused, naming
+	// the flag to use.
+	rpcf := t.TempDir() + "/ps-rpc.yaml"
+	if err := os.WriteFile(rpcf, []byte(strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n  rpc: true\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadPlan(rpcf, hs, time.Second, "tcp"); err == nil || !strings.Contains(err.Error(), "--transport verbs") {
+		t.Errorf("rpc over tcp: %v", err)
+	}
+	if _, err := loadPlan(rpcf, hs, time.Second, "verbs"); err != nil {
+		t.Errorf("rpc over verbs: %v", err)
+	}
 	// A pingpong benchmark's roles likewise (two hosts).
 	two, err := plan.ParseHosts("hosts.yaml", []byte("hosts: [{name: a, control: \"127.0.0.1:7001\", data: 127.0.0.1}, {name: b, control: \"127.0.0.1:7002\", data: 127.0.0.1}]"))
 	if err != nil {

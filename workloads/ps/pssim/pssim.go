@@ -377,9 +377,7 @@ type psRun struct {
 	clients     []*psClient
 	connected   int
 	stopped     bool
-	firstServer int // host index of server 0 (RDMA)
-	rpcStats    RPCStats
-	rpcTimeouts int64
+	firstServer int  // host index of server 0 (RDMA)
 	closed      bool // the RDMA cluster's memory released
 	memory      []MemSample
 	simrun.Failures
@@ -486,12 +484,11 @@ type psClient struct {
 	conns []*tcpsim.Conn
 	timer sim.Timer
 	// The RPC layer (Config.RPC; rpc.go): the layer, its timer, the
-	// machine's message of each call in flight, the message of the call
-	// being started, and failures waiting to reach the machine at failAt.
+	// books of its calls (the machine's message of each), and failures
+	// waiting to reach the machine at failAt.
 	rpc    *rpc.Client
 	rtimer sim.Timer
-	calls  map[rpc.CallID]ps.Send
-	cur    ps.Send
+	calls  *ps.RPCCalls
 	failq  []ps.Header
 	failAt sim.Time
 }

@@ -1,10 +1,7 @@
 package pssim
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/besim/besim/byteexpress"
@@ -15,7 +12,11 @@ import (
 )
 
 // The RPC layer on the stack path (Config.RPC; the paper's applications
-// reach ByteExpress through Archon, §4 and §7.2). Each client owns an
+// reach ByteExpress through Archon, §4 and §7.2). The runner-free part
+// (policy and replica sets, message framing, the op's retry rule, the
+// bookkeeping of calls and the rpc/* reduction) is package ps's (its
+// rpc.go), which berun's ps roles use too; this file wires it to the
+// simulated hosts. Each client owns an
 // rpc.Client; every message the client's machine (ps.Client) asks for goes
 // out as one call:
 //
@@ -76,40 +77,8 @@ import (
 const rpcErrorDelay = sim.Microsecond
 
 // RPCStats is what the clients' RPC layers did over the whole run (setup
-// and warmup included), per operation ([0] fetch, [1] push) where it has
-// an operation.
-type RPCStats struct {
-	Calls, Answered, Failed, Stale [2]int64
-	// Retried counts the calls answered after more than one attempt.
-	Retried [2]int64
-	// ByReplica counts the calls answered by a server other than their
-	// shard group's primary (Config.Replicas > 1).
-	ByReplica [2]int64
-	// RetriedWait is the shortest time from a call's first send to its
-	// answer among the calls answered after more than one attempt (0:
-	// none): at least Tr, the first attempt's timeout.
-	RetriedWait [2]sim.Time
-	// Retries are the new attempts after a timeout, Resent every message
-	// sent again (retries and re-sends after an engine error), Timeouts
-	// the attempts whose Tr expired (retried or failed), summed over the
-	// clients.
-	Retries, Resent, Timeouts int64
-	// PathChanges and PathSkips are the ladder's first step, summed over
-	// the clients: path changes made, and skipped for want of a second
-	// path (one spine).
-	PathChanges, PathSkips int64
-	// Paths is the paths per server the layer had (its Config.Paths,
-	// capped at the spine count).
-	Paths       int
-	Outstanding int64 // calls unfinished at the end
-}
-
-func opIndex(op byte) int {
-	if op == ps.OpPush {
-		return 1
-	}
-	return 0
-}
+// and warmup included): package ps's, which berun's ps roles report too.
+type RPCStats = ps.RPCStats
 
 // psDialer is the RDMA transport of one client's rpc.Client: node n is ps
 // server n, and path p its p-th path (Endpoint.DialPath, flow label
@@ -144,17 +113,12 @@ func (d psDialer) Dial(node rpc.NodeID, path int) (rpc.Conn, error) {
 // Send sends one attempt: hdr is the RPC header, the ps message follows.
 func (c *psConn) Send(hdr []byte, n int) error {
 	pc := c.pc
-	s, ok := pc.calls[rpc.CallID(binary.LittleEndian.Uint64(hdr))]
-	if !ok {
-		s = pc.cur // the first attempt: Call has not returned its id yet
-	}
+	s := pc.calls.Message(hdr)
 	buf, err := pc.h.Allocate(n)
 	if err != nil {
 		return err
 	}
-	b := buf.Bytes()
-	copy(b, hdr[:rpc.HeaderSize])
-	s.Header.Put(b[rpc.HeaderSize:])
+	ps.PutRPCMessage(buf.Bytes(), hdr, s.Header)
 	if err := c.s.Send(buf, n); err != nil {
 		_ = pc.h.Free(buf)
 		return err
@@ -180,10 +144,7 @@ func (t rpcTick) OnEvent(now sim.Time, _ uint64) {
 			pc.failed(now, h)
 		}
 	}
-	st := &pc.rpc.Policy.Tracker.Stats
-	before := st.Retries + st.Failed
-	pc.finished(now, pc.rpc.Tick(simhost.CoreTime(now)))
-	pc.run.rpcTimeouts += int64(st.Retries + st.Failed - before)
+	pc.finished(now, pc.calls.Tick(simhost.CoreTime(now)))
 	pc.arm()
 }
 
@@ -191,24 +152,16 @@ func (pc *psClient) rpcNow() time.Duration { return simhost.CoreTime(pc.now()) }
 
 // call sends one of the machine's messages as an RPC.
 func (pc *psClient) call(s ps.Send) {
-	r := pc.run
-	op := opIndex(s.Header.Op)
-	r.rpcStats.Calls[op]++
-	pc.cur = s
-	id, err := pc.rpc.Call(rpc.Request{Shard: s.Server, Idempotent: s.Header.Op == ps.OpFetch}, s.Header.Op, rpc.HeaderSize+s.Size, pc.rpcNow())
+	failed, err := pc.calls.Call(s, pc.rpcNow())
 	if err != nil {
-		if !errors.Is(err, rpc.ErrNoReplica) {
-			r.Fail(fmt.Errorf("client rpc call: %w", err))
-		}
-		r.rpcStats.Failed[op]++
+		pc.run.Fail(fmt.Errorf("client rpc call: %w", err))
+	}
+	if failed {
 		if len(pc.failq) == 0 {
 			pc.failAt = pc.now() + rpcErrorDelay
 		}
 		pc.failq = append(pc.failq, s.Header)
-		pc.arm()
-		return
 	}
-	pc.calls[id] = s
 	pc.arm()
 }
 
@@ -232,20 +185,12 @@ func (pc *psClient) finished(now sim.Time, done []rpc.Completion) {
 	if len(done) == 0 {
 		return
 	}
-	done = slices.Clone(done) // valid until the next call into the layer
-	for _, c := range done {
-		s, ok := pc.calls[c.ID]
-		if !ok {
-			continue
-		}
-		delete(pc.calls, c.ID)
-		op := opIndex(s.Header.Op)
-		if c.Err == nil { // not produced by Tick or an engine error; kept for safety
-			pc.run.Fail(fmt.Errorf("client rpc: call %d finished without an answer or an error", c.ID))
-			continue
-		}
-		pc.run.rpcStats.Failed[op]++
-		pc.failed(now, s.Header)
+	failed, err := pc.calls.Finished(done)
+	if err != nil {
+		pc.run.Fail(fmt.Errorf("client %w", err))
+	}
+	for _, h := range failed {
+		pc.failed(now, h)
 	}
 }
 
@@ -264,40 +209,20 @@ func (pc *psClient) failed(now sim.Time, h ps.Header) {
 // rpcMessage is an answer through the RPC layer: the first answer to a
 // call goes to the machine, a late one to an earlier attempt is dropped.
 func (pc *psClient) rpcMessage(h *simhost.Host, ev byteexpress.Event) {
-	p := ev.Buf.Bytes()[:ev.Len]
-	rh, err := rpc.ParseHeader(p)
-	var ph ps.Header
-	if err == nil {
-		ph, err = ps.ParseHeader(p[rpc.HeaderSize:])
-	}
+	rh, ph, err := ps.ParseRPCMessage(ev.Buf.Bytes()[:ev.Len])
 	_ = h.Free(ev.Buf)
 	now := h.Now()
 	if err != nil {
 		pc.run.Fail(fmt.Errorf("client rpc response: %w", err))
 		return
 	}
-	op := opIndex(rh.Op)
-	c, ok := pc.rpc.OnResponse(rh, simhost.CoreTime(now))
-	if !ok {
-		pc.run.rpcStats.Stale[op]++
-		pc.arm()
-		return
+	server := -1
+	if n := pc.run.be.Lookup(ev.Remote); n != nil {
+		server = n.Index() - pc.run.firstServer
 	}
-	st := &pc.run.rpcStats
-	if s, ok := pc.calls[rh.Call]; ok {
-		if n := pc.run.be.Lookup(ev.Remote); n != nil && n.Index()-pc.run.firstServer != s.Server {
-			st.ByReplica[op]++
-		}
+	if pc.calls.Answer(rh, ph, server, now) {
+		pc.response(now, ph, ev.Len-rpc.HeaderSize, nil)
 	}
-	delete(pc.calls, rh.Call)
-	st.Answered[op]++
-	if c.Attempts > 1 {
-		st.Retried[op]++
-		if w := now - ph.Sent; st.RetriedWait[op] == 0 || w < st.RetriedWait[op] {
-			st.RetriedWait[op] = w
-		}
-	}
-	pc.response(now, ph, ev.Len-rpc.HeaderSize, nil)
 	pc.arm()
 }
 
@@ -324,49 +249,34 @@ func (pc *psClient) rpcEvent(h *simhost.Host, ev byteexpress.Event) {
 
 // newRPC gives client pc its RPC layer (buildRDMA, after its sockets).
 func (r *psRun) newRPC(pc *psClient, i int) error {
-	svc := rpc.Service{Shards: make([][]rpc.Replica, r.cfg.Servers)}
-	for g := range svc.Shards {
-		for k, n := range ps.ReplicaSet(g, r.cfg.Replicas, r.cfg.Servers) {
-			svc.Shards[g] = append(svc.Shards[g], rpc.Replica{Node: rpc.NodeID(n), MiniPod: k})
-		}
-	}
-	p, err := rpc.NewPolicy(*r.cfg.RPC, svc, 0, sim.Stream(r.cfg.Seed, fmt.Sprintf("ps/rpc%d", i)))
+	p, err := ps.NewRPCPolicy(&r.cfg.Config, *r.cfg.RPC, i)
 	if err != nil {
 		return err
 	}
 	pc.rpc = rpc.NewClient(p, psDialer{pc}, nil)
-	pc.calls = map[rpc.CallID]ps.Send{}
+	pc.calls = ps.NewRPCCalls(pc.rpc)
 	pc.rtimer.Init(r.k, rpcTick{pc}, 0)
 	return nil
 }
 
-// rpcServer answers a request that came through the RPC layer: the RPC
-// header and the ps header echoed, then the reply.
+// rpcAnswer answers a request that came through the RPC layer: the RPC
+// header and the ps header echoed, then the reply (ps Server.RPCReply).
 func (s *psServer) rpcAnswer(h *simhost.Host, ev byteexpress.Event) {
 	r := s.run
 	p := ev.Buf.Bytes()[:ev.Len]
-	_, err := rpc.ParseHeader(p)
-	var hd ps.Header
-	if err == nil {
-		hd, err = ps.ParseHeader(p[rpc.HeaderSize:])
-	}
-	n := 0
-	if err == nil {
-		n, err = s.m.Reply(hd, ev.Len-rpc.HeaderSize)
-	}
-	const echo = rpc.HeaderSize + ps.HeaderSize
+	n, err := s.m.RPCReply(p)
 	var buf byteexpress.Buffer
 	if err == nil {
-		buf, err = h.Allocate(rpc.HeaderSize + n)
+		buf, err = h.Allocate(n)
 	}
 	if err != nil {
 		_ = h.Free(ev.Buf)
 		r.Fail(fmt.Errorf("server rpc: %w", err))
 		return
 	}
-	copy(buf.Bytes()[:echo], p[:echo])
+	copy(buf.Bytes()[:ps.RPCEcho], p[:ps.RPCEcho])
 	_ = h.Free(ev.Buf)
-	if err := ev.Socket.Send(buf, rpc.HeaderSize+n); err != nil {
+	if err := ev.Socket.Send(buf, n); err != nil {
 		_ = h.Free(buf)
 		r.Fail(err)
 	}
@@ -374,15 +284,11 @@ func (s *psServer) rpcAnswer(h *simhost.Host, ev byteexpress.Event) {
 
 // rpcResult sums the clients' RPC layers.
 func (r *psRun) rpcResult() *RPCStats {
-	st := r.rpcStats
-	st.Timeouts = r.rpcTimeouts
-	st.Paths = r.cfg.RPC.Paths
+	var st RPCStats
 	for _, pc := range r.clients {
-		st.Retries += int64(pc.rpc.Policy.Tracker.Stats.Retries)
-		st.PathChanges += int64(pc.rpc.Policy.Selector.Stats.PathChanges)
-		st.PathSkips += int64(pc.rpc.Policy.Selector.Stats.PathSkips)
-		st.Resent += int64(pc.rpc.Resent)
-		st.Outstanding += int64(pc.rpc.Outstanding())
+		c := pc.calls.Result(r.cfg.RPC.Paths)
+		st.Add(&c)
 	}
+	st.Paths = r.cfg.RPC.Paths
 	return &st
 }

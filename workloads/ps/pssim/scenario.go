@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"time"
 
-	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/report"
@@ -37,15 +35,7 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 		// they were); all adds its latency and memory series.
 		cfg.Series = s.Outputs.SampleInterval.Time()
 	}
-	if w.RPCOn() {
-		rp := w.RPC
-		rc := rpc.DefaultConfig()
-		rc.ConnTimeout, rc.RequestTimeout = coreDuration(rp.ConnectTimeout.Time()), coreDuration(rp.RequestTimeout.Time())
-		rc.RetryProb, rc.MaxAttempts = rp.RetryProb.Float64(), rp.MaxAttempts
-		rc.Window, rc.ProbeInterval = coreDuration(rp.QuarantineWindow.Time()), coreDuration(rp.ProbeInterval.Time())
-		rc.MaxConnFailures, rc.MaxReqFailures = rp.MaxConnFailures, rp.MaxReqFailures
-		cfg.RPC = &rc
-	}
+	cfg.RPC = ps.RPCConfig(w)
 	if t := w.TCP; t != nil && w.Transport == scenarios.OverTCP {
 		cfg.TCP = tcpsim.Config{CC: tcpsim.CC(t.CC), MSS: int(t.MSS), Prio: uint8(t.Prio), InitCwnd: t.InitCwnd,
 			MinRTO: t.MinRTO.Time(), DelAck: t.DelayedAck.Time(), AckEvery: t.AckEvery, Threads: t.Threads,
@@ -152,27 +142,7 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 	}
 	r.Tables = append(r.Tables, tbl, cpu)
 	if q := res.RPC; q != nil {
-		var calls, failed, stale int64
-		var byReplica int64
-		rt := report.Table{Name: "rpc", Title: fmt.Sprintf("RPC layer (byteexpress/rpc, paper §7.2; Tr %v, retry probability %g, at most %d attempts; fetches idempotent, pushes not; %d replicas per shard group), whole run per client call", cfg.RPC.RequestTimeout, cfg.RPC.RetryProb, cfg.RPC.MaxAttempts, max(cfg.Replicas, 1)),
-			KeyName: "op", Columns: []report.Column{{Name: "calls"}, {Name: "answered"}, {Name: "failed"}, {Name: "retried"}, {Name: "stale answers"}, {Name: "answered by a replica"}}}
-		for i, op := range []string{"fetch", "push"} {
-			rt.AddRow(op, float64(q.Calls[i]), float64(q.Answered[i]), float64(q.Failed[i]), float64(q.Retried[i]), float64(q.Stale[i]), float64(q.ByReplica[i]))
-			calls, failed, stale, byReplica = calls+q.Calls[i], failed+q.Failed[i], stale+q.Stale[i], byReplica+q.ByReplica[i]
-		}
-		r.Add("rpc/calls", float64(calls), "")
-		r.Add("rpc/retries", float64(q.Retries), "")
-		r.Add("rpc/resent", float64(q.Resent), "")
-		r.Add("rpc/timeouts", float64(q.Timeouts), "")
-		r.Add("rpc/failed", float64(failed), "")
-		r.Add("rpc/stale", float64(stale), "")
-		r.Add("rpc/outstanding", float64(q.Outstanding), "")
-		r.Add("rpc/path_changes", float64(q.PathChanges), "")
-		r.Add("rpc/path_skips", float64(q.PathSkips), "")
-		r.Add("rpc/replica_answers", float64(byReplica), "")
-		r.Add("user/failed", float64(res.UsersFailed), "")
-		r.Tables = append(r.Tables, rt)
-		r.Notes = append(r.Notes, fmt.Sprintf("RPC layer on: every fetch and push is a call (24-byte RPC header before the ps message; %d replicas per shard group, the primary first; %d paths per server); %d timeouts, %d retries, %d re-sends, %d path changes (%d skipped: one path), %d calls failed, %d answered by a replica other than the primary (%d user requests completed with a failed fetch: user/failed, not in user's completions)", max(cfg.Replicas, 1), q.Paths, q.Timeouts, q.Retries, q.Resent, q.PathChanges, q.PathSkips, failed, byReplica, res.UsersFailed))
+		ps.ReduceRPC(r, q, *cfg.RPC, cfg.Replicas, res.UsersFailed)
 	}
 	r.Notes = append(r.Notes, "transport: "+transport)
 	r.Series = append(r.Series, Series(res)...)
@@ -184,8 +154,6 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 		r.Notes = append(r.Notes, "error: "+e.Error())
 	}
 }
-
-func coreDuration(t sim.Time) time.Duration { return time.Duration(t / sim.Nanosecond) }
 
 // Series are the time series of a run with Config.Series (none without):
 // user/mean, user/p99, fetch/mean, fetch/p99 per latency window (us, at
