@@ -35,63 +35,19 @@ var (
 	defaultPFCAlpha    = Ratio{1, 8}
 )
 
-// Simulated RNIC defaults: rnic.DefaultConfig (whose package doc gives the
-// source of each value). experiment's tests check that they agree.
+// The scenario layer's own defaults of the rnic section and the flows. The
+// simulated NIC's and DCQCN's knobs have their defaults in their models
+// (rnic.DefaultConfig, dcqcn.DefaultConfig and dcqcn.ConnectXConfig), not
+// here: see ModelDefaults.
 const (
-	defaultNIC                 = RawNIC
-	defaultCC                  = CCNone
-	defaultPayload             = SizesOnly
-	defaultWQECost             = Duration(130 * sim.Nanosecond)
-	defaultPacketCost          = Duration(5 * sim.Nanosecond)
-	defaultUnits               = 16
-	defaultCQECost             = Duration(20 * sim.Nanosecond)
-	defaultQPCacheEntries      = 1024
-	defaultRxBuffer            = 512 * KiB
-	defaultAckReqEvery         = 16
-	defaultCNPPrio             = 6
-	defaultPCIeBandwidth  Rate = 212 * units.Gbps
-	defaultPCIeRead            = Duration(500 * sim.Nanosecond)
-	defaultPCIeWrite           = Duration(250 * sim.Nanosecond)
-	defaultMMIO                = Duration(150 * sim.Nanosecond)
-	defaultLockFreeDB          = 64
-	defaultSharedDB            = 12
-	defaultPostSend            = Duration(40 * sim.Nanosecond)
-	defaultPostSendPerWQE      = Duration(20 * sim.Nanosecond)
-	defaultDoorbell            = Duration(150 * sim.Nanosecond)
-	defaultPostRecv            = Duration(20 * sim.Nanosecond)
-	defaultPostRecvPerWQE      = Duration(10 * sim.Nanosecond)
-	defaultPoll                = Duration(15 * sim.Nanosecond)
-	defaultPollPerCQE          = Duration(10 * sim.Nanosecond)
-	defaultLockAcquire         = Duration(10 * sim.Nanosecond)
-	defaultLockTransfer        = Duration(150 * sim.Nanosecond)
-	defaultRegMR               = Duration(5 * sim.Microsecond)
-	defaultRegMRPerPage        = Duration(250 * sim.Nanosecond)
+	defaultNIC     = RawNIC
+	defaultCC      = CCNone
+	defaultPayload = SizesOnly
 	// QP attributes the runner's application sets (those of perftest).
 	defaultQPTimeout   = 14 // 4.096 us x 2^14 = 67 ms
 	defaultRetryCnt    = 7
 	defaultRNRRetry    = 7
 	defaultMinRNRTimer = 12 // 0.64 ms
-
-	// DCQCN: dcqcn.DefaultConfig and dcqcn.DefaultCNPInterval.
-	defaultAlphaTimer        = Duration(55 * sim.Microsecond)
-	defaultRateTimer         = Duration(55 * sim.Microsecond)
-	defaultByteCounter       = 10 * MB
-	defaultFastRecovery      = 5
-	defaultAIRate       Rate = 5 * units.Mbps
-	defaultHAIRate      Rate = 50 * units.Mbps
-	defaultMinRate      Rate = 100 * units.Mbps
-	defaultCNPInterval       = Duration(50 * sim.Microsecond)
-
-	// DCQCN profile connectx: dcqcn.ConnectXConfig and
-	// dcqcn.ConnectXCNPInterval (ConnectX firmware defaults; the sources
-	// are in package dcqcn).
-	cxAlphaTimer          = Duration(sim.Microsecond)       // dce_tcp_rtt
-	cxRateTimer           = Duration(300 * sim.Microsecond) // rpg_time_reset
-	cxByteCounter         = Size(32767)                     // rpg_byte_reset
-	cxFastRecovery        = 1                               // rpg_threshold
-	cxMinRate        Rate = units.Mbps                      // rpg_min_rate
-	cxCNPInterval         = Duration(2 * sim.Microsecond)   // min_time_between_cnps
-	cxDecreasePeriod      = Duration(4 * sim.Microsecond)   // rate_reduce_monitor_period
 
 	// rc and ud flows.
 	defaultRCMessage = 64 * KiB // perftest's default message size
@@ -152,19 +108,18 @@ var (
 )
 
 var (
-	defaultDCQCNG       = Ratio{1, 256}
-	defaultInitialAlpha = Ratio{1, 1}
-	cxG                 = Ratio{5, 1024}    // dce_tcp_g 1019: alpha keeps 1019/1024 per period
-	cxInitialAlpha      = Ratio{1023, 1024} // initial_alpha_value
-	defaultPerfTrans    = []Transport{RC, UD}
-	defaultMsgQPs       = []int{8, 16, 32, 64, 128, 256, 512}
-	defaultMsgTDs       = []bool{false, true}
+	defaultPerfTrans = []Transport{RC, UD}
+	defaultMsgQPs    = []int{8, 16, 32, 64, 128, 256, 512}
+	defaultMsgTDs    = []bool{false, true}
 )
 
 // defaulter fills zero fields, refusing explicit zeros.
 type defaulter struct {
 	s    *Scenario
 	errs ErrorList
+
+	model      ModelDefaults // see models
+	modelsDone bool
 }
 
 func show(v any) string {
@@ -333,7 +288,8 @@ func (d *defaulter) outputs() {
 }
 
 // rnic fills the NIC model (creating the section if it was left out) and,
-// with DCQCN, its parameters.
+// with DCQCN, its parameters: the scenario layer's own keys here, the
+// model's knobs from ModelDefaults.
 func (d *defaulter) rnic() {
 	s := d.s
 	if s.RNIC == nil {
@@ -342,32 +298,6 @@ func (d *defaulter) rnic() {
 	r := s.RNIC
 	def(d, "rnic.cc", &r.CC, defaultCC)
 	def(d, "rnic.payload", &r.Payload, defaultPayload)
-	defPtr(&r.WQECost, defaultWQECost)
-	defPtr(&r.PacketCost, defaultPacketCost)
-	def(d, "rnic.units", &r.Units, defaultUnits)
-	defPtr(&r.CQECost, defaultCQECost)
-	def(d, "rnic.qp_cache_entries", &r.QPCacheEntries, defaultQPCacheEntries)
-	def(d, "rnic.rx_buffer", &r.RxBuffer, defaultRxBuffer)
-	def(d, "rnic.ack_req_every", &r.AckReqEvery, defaultAckReqEvery)
-	defPtr(&r.CNPPrio, defaultCNPPrio)
-	def(d, "rnic.pcie.bandwidth", &r.PCIe.Bandwidth, defaultPCIeBandwidth)
-	defPtr(&r.PCIe.ReadLatency, defaultPCIeRead)
-	defPtr(&r.PCIe.WriteLatency, defaultPCIeWrite)
-	defPtr(&r.PCIe.MMIOLatency, defaultMMIO)
-	defPtr(&r.Doorbells.LockFree, defaultLockFreeDB)
-	def(d, "rnic.doorbells.shared", &r.Doorbells.Shared, defaultSharedDB)
-	c := &r.CPU
-	defPtr(&c.PostSend, defaultPostSend)
-	defPtr(&c.PostSendPerWQE, defaultPostSendPerWQE)
-	defPtr(&c.Doorbell, defaultDoorbell)
-	defPtr(&c.PostRecv, defaultPostRecv)
-	defPtr(&c.PostRecvPerWQE, defaultPostRecvPerWQE)
-	defPtr(&c.Poll, defaultPoll)
-	defPtr(&c.PollPerCQE, defaultPollPerCQE)
-	defPtr(&c.LockAcquire, defaultLockAcquire)
-	defPtr(&c.LockTransfer, defaultLockTransfer)
-	defPtr(&c.RegMR, defaultRegMR)
-	defPtr(&c.RegMRPerPage, defaultRegMRPerPage)
 	if s.Benchmark == nil {
 		q := &r.QP
 		defPtr(&q.Timeout, defaultQPTimeout)
@@ -375,50 +305,17 @@ func (d *defaulter) rnic() {
 		defPtr(&q.RNRRetry, defaultRNRRetry)
 		defPtr(&q.MinRNRTimer, defaultMinRNRTimer)
 	}
-
-	if r.CC != CCDCQCN {
-		return
-	}
-	if s.DCQCN == nil {
+	if r.CC == CCDCQCN && s.DCQCN == nil {
 		s.DCQCN = &DCQCN{}
 	}
-	c2 := s.DCQCN
-	// Profile, alpha_update and target_clamp stay empty for the paper's
-	// profile (empty means it), so that resolved scenarios print as before
-	// these keys existed.
-	minRate := defaultMinRate
-	if c2.Profile == ProfileConnectX {
-		minRate = cxMinRate
+	m := d.models()
+	d.overlay("rnic", r, m.RNIC)
+	if r.CC == CCDCQCN {
+		// Profile, alpha_update and target_clamp stay empty for the
+		// paper's profile (empty means it), so that resolved scenarios
+		// print as before these keys existed.
+		d.overlay("dcqcn", s.DCQCN, m.DCQCN)
 	}
-	if hr := s.Fabric.Links.HostRate; hr > 0 && hr < minRate && s.Benchmark == nil {
-		minRate = hr
-	}
-	if c2.Profile == ProfileConnectX {
-		def(d, "dcqcn.g", &c2.G, cxG)
-		def(d, "dcqcn.initial_alpha", &c2.InitialAlpha, cxInitialAlpha)
-		def(d, "dcqcn.alpha_timer", &c2.AlphaTimer, cxAlphaTimer)
-		def(d, "dcqcn.rate_timer", &c2.RateTimer, cxRateTimer)
-		def(d, "dcqcn.byte_counter", &c2.ByteCounter, cxByteCounter)
-		defPtr(&c2.FastRecovery, cxFastRecovery)
-		def(d, "dcqcn.ai_rate", &c2.AIRate, defaultAIRate)    // rpg_ai_rate, as the paper's
-		def(d, "dcqcn.hai_rate", &c2.HAIRate, defaultHAIRate) // rpg_hai_rate, as the paper's
-		def(d, "dcqcn.min_rate", &c2.MinRate, minRate)
-		defPtr(&c2.CNPInterval, cxCNPInterval)
-		defPtr(&c2.DecreasePeriod, cxDecreasePeriod)
-		def(d, "dcqcn.alpha_update", &c2.AlphaUpdate, AlphaPerPeriod)
-		def(d, "dcqcn.target_clamp", &c2.TargetClamp, ClampAfterTimer)
-		return
-	}
-	def(d, "dcqcn.g", &c2.G, defaultDCQCNG)
-	def(d, "dcqcn.initial_alpha", &c2.InitialAlpha, defaultInitialAlpha)
-	def(d, "dcqcn.alpha_timer", &c2.AlphaTimer, defaultAlphaTimer)
-	def(d, "dcqcn.rate_timer", &c2.RateTimer, defaultRateTimer)
-	def(d, "dcqcn.byte_counter", &c2.ByteCounter, defaultByteCounter)
-	defPtr(&c2.FastRecovery, defaultFastRecovery)
-	def(d, "dcqcn.ai_rate", &c2.AIRate, defaultAIRate)
-	def(d, "dcqcn.hai_rate", &c2.HAIRate, defaultHAIRate)
-	def(d, "dcqcn.min_rate", &c2.MinRate, minRate)
-	defPtr(&c2.CNPInterval, defaultCNPInterval)
 }
 
 // benchmark fills the benchmark section and the duration (the measured

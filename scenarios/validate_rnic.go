@@ -47,6 +47,15 @@ func (v *validator) countRange(path string, val, lo, hi int) {
 	}
 }
 
+// knobRange checks a model knob whose zero is not a value: 0 is unset (an
+// explicit 0 is reported by ApplyDefaults; without the models' defaults a
+// knob left out stays 0).
+func (v *validator) knobRange(path string, val, lo, hi int) {
+	if val != 0 {
+		v.countRange(path, val, lo, hi)
+	}
+}
+
 func (v *validator) nonNegative(path string, d *Duration) {
 	if d != nil && *d < 0 {
 		v.bad(path, "%s is negative", *d)
@@ -88,9 +97,9 @@ func (v *validator) rnic() {
 	} {
 		v.nonNegative(p+"."+d.key, d.val)
 	}
-	v.countRange(p+".units", r.Units, 1, maxUnits)
-	v.countRange(p+".qp_cache_entries", r.QPCacheEntries, 1, maxCacheQPs)
-	v.countRange(p+".ack_req_every", r.AckReqEvery, 1, 1<<20)
+	v.knobRange(p+".units", r.Units, 1, maxUnits)
+	v.knobRange(p+".qp_cache_entries", r.QPCacheEntries, 1, maxCacheQPs)
+	v.knobRange(p+".ack_req_every", r.AckReqEvery, 1, 1<<20)
 	if m := r.MRCache; m != nil {
 		v.countRange(p+".mr_cache.mpt_entries", m.MPTEntries, 0, maxCacheQPs)
 		v.countRange(p+".mr_cache.mtt_entries", m.MTTEntries, 0, maxCacheQPs)
@@ -99,15 +108,15 @@ func (v *validator) rnic() {
 			v.bad(p+".mr_cache.page", "%s is not allowed (a power of two, 4KiB to 1GiB)", m.Page)
 		}
 	}
-	if r.RxBuffer < 4096 {
+	if r.RxBuffer != 0 && r.RxBuffer < 4096 {
 		v.bad(p+".rx_buffer", "%s is too small (at least 4096 bytes)", r.RxBuffer)
 	}
 	v.intRange(p+".cnp_prio", r.CNPPrio, 0, 7, "")
-	if r.PCIe.Bandwidth <= 0 {
+	if r.PCIe.Bandwidth < 0 {
 		v.bad(p+".pcie.bandwidth", "%s is not allowed (must be > 0)", r.PCIe.Bandwidth)
 	}
 	v.intRange(p+".doorbells.lock_free", r.Doorbells.LockFree, 0, maxDoorbells, "")
-	v.countRange(p+".doorbells.shared", r.Doorbells.Shared, 1, maxDoorbells)
+	v.knobRange(p+".doorbells.shared", r.Doorbells.Shared, 1, maxDoorbells)
 	if s.Benchmark != nil {
 		if r.Payload == PayloadBytes {
 			v.bad(p+".payload", "benchmarks run in sizes-only mode (payload: bytes is for rc and ud flows)")
@@ -162,21 +171,21 @@ func (v *validator) dcqcn() {
 		return
 	}
 	const p = "dcqcn"
-	if c.G.Num <= 0 || c.G.Den <= 0 || c.G.Num > c.G.Den {
+	if !c.G.IsZero() && (c.G.Num <= 0 || c.G.Den <= 0 || c.G.Num > c.G.Den) {
 		v.bad(p+".g", "%s is out of range (allowed: above 0, at most 1, e.g. 1/256)", c.G)
 	}
-	if c.InitialAlpha.Den <= 0 || c.InitialAlpha.Num < 0 || c.InitialAlpha.Num > c.InitialAlpha.Den {
+	if !c.InitialAlpha.IsZero() && (c.InitialAlpha.Den <= 0 || c.InitialAlpha.Num < 0 || c.InitialAlpha.Num > c.InitialAlpha.Den) {
 		v.bad(p+".initial_alpha", "%s is out of range (allowed: 0 to 1)", c.InitialAlpha)
 	}
 	for _, d := range []struct {
 		key string
 		val Duration
 	}{{"alpha_timer", c.AlphaTimer}, {"rate_timer", c.RateTimer}} {
-		if d.val <= 0 {
+		if d.val < 0 {
 			v.bad(p+"."+d.key, "%s is not allowed (must be > 0)", d.val)
 		}
 	}
-	if c.ByteCounter <= 0 {
+	if c.ByteCounter < 0 {
 		v.bad(p+".byte_counter", "%s is not allowed (must be > 0)", c.ByteCounter)
 	}
 	v.intRange(p+".fast_recovery", c.FastRecovery, 0, maxStages, "")
@@ -184,7 +193,7 @@ func (v *validator) dcqcn() {
 		key string
 		val Rate
 	}{{"ai_rate", c.AIRate}, {"hai_rate", c.HAIRate}, {"min_rate", c.MinRate}} {
-		if r.val <= 0 {
+		if r.val < 0 {
 			v.bad(p+"."+r.key, "%s is not allowed (must be > 0)", r.val)
 		}
 	}

@@ -1,0 +1,113 @@
+package scenarios
+
+import (
+	"reflect"
+)
+
+// Model knobs. The keys of the rnic and dcqcn sections are knobs of a
+// simulator model (rnic.Config, dcqcn.Config), whose package declares each
+// default with its source. This package imports no model (the workload
+// state machines import it, and berun links them without the simulator),
+// so it does not know those values: a runner that links the models
+// registers a ModelDefaults function (package experiment does, at init),
+// and ApplyDefaults overlays the file's keys on the values it returns. The
+// defaults the scenario layer chooses itself (the output root, the sample
+// interval, the flow count, perftest's QP attributes, ...) stay in
+// defaults.go.
+//
+// Without a registered function (berun, which drives real NICs, and this
+// package's own tests) the model knobs a file leaves out stay unset and
+// are left out of the normalised scenario: there is no simulated NIC to
+// resolve them against.
+
+// ModelDefaults are the model's values of the knobs of one scenario: each
+// section holds, in the scenario's types, what the model's DefaultConfig
+// (or the chosen profile) gives, for the scenario as resolved so far (its
+// host link rate, its dcqcn.profile). A key whose model value is zero is
+// left unset (zero or nil); it stays unset in the scenario, and prints
+// absent. A nil section has no model values.
+type ModelDefaults struct {
+	RNIC  *RNIC
+	DCQCN *DCQCN
+}
+
+// modelDefaults is the registered function; nil without the models.
+var modelDefaults func(*Scenario) ModelDefaults
+
+// SetModelDefaults registers f as the source of the model knobs' defaults
+// (see ModelDefaults); nil removes it. It is meant to be called once, from
+// the init of the package that links the models (experiment), before any
+// scenario is parsed.
+func SetModelDefaults(f func(*Scenario) ModelDefaults) { modelDefaults = f }
+
+// HasModelDefaults reports whether the model knobs are resolved: whether a
+// ModelDefaults function is registered in this binary.
+func HasModelDefaults() bool { return modelDefaults != nil }
+
+// models returns the registered function's values for s, computed once per
+// ApplyDefaults (after the scenario layer's own defaults of the sections
+// they depend on), or the zero ModelDefaults without one.
+func (d *defaulter) models() ModelDefaults {
+	if !d.modelsDone {
+		d.modelsDone = true
+		if modelDefaults != nil {
+			d.model = modelDefaults(d.s)
+		}
+	}
+	return d.model
+}
+
+// overlay fills the unset knobs of section dst (a pointer to a struct of
+// this package, at path) with model's values (a pointer to the same type,
+// or nil). A key written in the file is kept; a zero written where zero is
+// not a value (a non-pointer field) is reported, naming the model's default
+// when there is one, and then defaulted all the same, as def does.
+func (d *defaulter) overlay(path string, dst, model any) {
+	dv := reflect.ValueOf(dst).Elem()
+	var mv reflect.Value
+	if m := reflect.ValueOf(model); m.IsValid() && !m.IsNil() {
+		mv = m.Elem()
+	}
+	d.overlayValue(path, dv, mv)
+}
+
+func (d *defaulter) overlayValue(path string, dv, mv reflect.Value) {
+	for _, f := range structKeys(dv.Type()) {
+		p := path + "." + f.key
+		fv := dv.FieldByName(f.name)
+		var mf reflect.Value
+		if mv.IsValid() {
+			mf = mv.FieldByName(f.name)
+		}
+		t := f.typ
+		switch {
+		case t.Kind() == reflect.Pointer:
+			// Zero is a value: only a nil field is unset. A pointer to a
+			// section (rnic.mr_cache) has no defaults of its own.
+			if fv.IsNil() && mf.IsValid() && !mf.IsNil() && t.Elem().Kind() != reflect.Struct {
+				c := reflect.New(t.Elem())
+				c.Elem().Set(mf.Elem())
+				fv.Set(c)
+			}
+		case t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(unmarshalerType):
+			d.overlayValue(p, fv, mf)
+		case t.Kind() == reflect.Slice || t.Kind() == reflect.Map:
+			// No knob is a list.
+		default:
+			if !fv.IsZero() {
+				continue
+			}
+			has := mf.IsValid() && !mf.IsZero()
+			if d.s.present(p) {
+				if has {
+					d.errs.add(d.s.Errorf(p, "%s is not allowed (omit the key for the default, %s)", show(fv.Interface()), show(mf.Interface())))
+				} else {
+					d.errs.add(d.s.Errorf(p, "%s is not allowed (omit the key for the model's default)", show(fv.Interface())))
+				}
+			}
+			if has {
+				fv.Set(mf)
+			}
+		}
+	}
+}
