@@ -32,6 +32,8 @@ type knob[S, M any] struct {
 	set func(s *S, m *M)
 	// isZero reports whether the model's value is zero.
 	isZero func(m *M) bool
+	// value is the model's value in the scenario's type, zero or not.
+	value func(m *M) any
 }
 
 // val binds a key whose zero is not a value (a plain field) to a model
@@ -51,6 +53,7 @@ func val[S, M any, SV, MV comparable](key string, sf func(*S) *SV, mf func(*M) *
 			}
 		},
 		isZero: func(m *M) bool { return *mf(m) == mz },
+		value:  func(m *M) any { return from(*mf(m)) },
 	}
 }
 
@@ -70,6 +73,7 @@ func ptr[S, M any, SV any, MV comparable](key string, sf func(*S) **SV, mf func(
 			}
 		},
 		isZero: func(m *M) bool { return *mf(m) == mz },
+		value:  func(m *M) any { return from(*mf(m)) },
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 // congestion control (dcqcn), the verbs transports of flows, and the
 // benchmark section. The runners (package experiment and the benchmark
 // packages under workloads/) map them onto rnic.Config, dcqcn.Config and
-// the perftest, msgrate, fragsize and hol configurations; this package does
-// not import those, so the default values are repeated in defaults.go and
-// a test in package experiment checks that they agree.
+// the perftest, msgrate, fragsize and hol configurations. This package does
+// not import the models: the rnic and dcqcn knobs' defaults are theirs,
+// overlaid through ModelDefaults (knobs.go), not repeated here.
 
 // NICModel is the endpoint model attached to every host.
 type NICModel string
