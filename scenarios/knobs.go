@@ -59,9 +59,11 @@ func (d *defaulter) models() ModelDefaults {
 
 // overlay fills the unset knobs of section dst (a pointer to a struct of
 // this package, at path) with model's values (a pointer to the same type,
-// or nil). A key written in the file is kept; a zero written where zero is
-// not a value (a non-pointer field) is reported, naming the model's default
-// when there is one, and then defaulted all the same, as def does.
+// or nil). A key written in the file is kept. A zero written in a plain
+// (non-pointer) field whose model value is not zero is reported, naming
+// that value, and then defaulted all the same, as def does; where the
+// model's value is zero too, or there is no model, the zero is kept and
+// Validate judges it.
 func (d *defaulter) overlay(path string, dst, model any) {
 	dv := reflect.ValueOf(dst).Elem()
 	var mv reflect.Value
@@ -97,17 +99,15 @@ func (d *defaulter) overlayValue(path string, dv, mv reflect.Value) {
 			if !fv.IsZero() {
 				continue
 			}
-			has := mf.IsValid() && !mf.IsZero()
+			if !mf.IsValid() || mf.IsZero() {
+				// The model's value is zero too (an explicit zero is that
+				// value), or unknown: Validate judges an explicit zero.
+				continue
+			}
 			if d.s.present(p) {
-				if has {
-					d.errs.add(d.s.Errorf(p, "%s is not allowed (omit the key for the default, %s)", show(fv.Interface()), show(mf.Interface())))
-				} else {
-					d.errs.add(d.s.Errorf(p, "%s is not allowed (omit the key for the model's default)", show(fv.Interface())))
-				}
+				d.errs.add(d.s.Errorf(p, "%s is not allowed (omit the key for the default, %s)", show(fv.Interface()), show(mf.Interface())))
 			}
-			if has {
-				fv.Set(mf)
-			}
+			fv.Set(mf)
 		}
 	}
 }

@@ -47,12 +47,20 @@ func (v *validator) countRange(path string, val, lo, hi int) {
 	}
 }
 
-// knobRange checks a model knob whose zero is not a value: 0 is unset (an
-// explicit 0 is reported by ApplyDefaults; without the models' defaults a
-// knob left out stays 0).
+// knobRange checks a model knob whose zero is not a value. Without the
+// models' defaults (see ModelDefaults) a knob left out stays 0, which is
+// not checked; a 0 written in the file is.
 func (v *validator) knobRange(path string, val, lo, hi int) {
-	if val != 0 {
+	if val != 0 || v.s.present(path) {
 		v.countRange(path, val, lo, hi)
+	}
+}
+
+// knobPositive reports a model knob written as 0 (or below) where it must
+// be > 0; a knob left out (0 without the models' defaults) is not checked.
+func (v *validator) knobPositive(path string, isZero, negative bool, val any) {
+	if negative || isZero && v.s.present(path) {
+		v.bad(path, "%s is not allowed (must be > 0)", val)
 	}
 }
 
@@ -108,13 +116,11 @@ func (v *validator) rnic() {
 			v.bad(p+".mr_cache.page", "%s is not allowed (a power of two, 4KiB to 1GiB)", m.Page)
 		}
 	}
-	if r.RxBuffer != 0 && r.RxBuffer < 4096 {
+	if (r.RxBuffer != 0 || s.present(p+".rx_buffer")) && r.RxBuffer < 4096 {
 		v.bad(p+".rx_buffer", "%s is too small (at least 4096 bytes)", r.RxBuffer)
 	}
 	v.intRange(p+".cnp_prio", r.CNPPrio, 0, 7, "")
-	if r.PCIe.Bandwidth < 0 {
-		v.bad(p+".pcie.bandwidth", "%s is not allowed (must be > 0)", r.PCIe.Bandwidth)
-	}
+	v.knobPositive(p+".pcie.bandwidth", r.PCIe.Bandwidth == 0, r.PCIe.Bandwidth < 0, r.PCIe.Bandwidth)
 	v.intRange(p+".doorbells.lock_free", r.Doorbells.LockFree, 0, maxDoorbells, "")
 	v.knobRange(p+".doorbells.shared", r.Doorbells.Shared, 1, maxDoorbells)
 	if s.Benchmark != nil {
@@ -171,31 +177,25 @@ func (v *validator) dcqcn() {
 		return
 	}
 	const p = "dcqcn"
-	if !c.G.IsZero() && (c.G.Num <= 0 || c.G.Den <= 0 || c.G.Num > c.G.Den) {
+	if (!c.G.IsZero() || s.present(p+".g")) && (c.G.Num <= 0 || c.G.Den <= 0 || c.G.Num > c.G.Den) {
 		v.bad(p+".g", "%s is out of range (allowed: above 0, at most 1, e.g. 1/256)", c.G)
 	}
-	if !c.InitialAlpha.IsZero() && (c.InitialAlpha.Den <= 0 || c.InitialAlpha.Num < 0 || c.InitialAlpha.Num > c.InitialAlpha.Den) {
+	if (!c.InitialAlpha.IsZero() || s.present(p+".initial_alpha")) && (c.InitialAlpha.Den <= 0 || c.InitialAlpha.Num < 0 || c.InitialAlpha.Num > c.InitialAlpha.Den) {
 		v.bad(p+".initial_alpha", "%s is out of range (allowed: 0 to 1)", c.InitialAlpha)
 	}
 	for _, d := range []struct {
 		key string
 		val Duration
 	}{{"alpha_timer", c.AlphaTimer}, {"rate_timer", c.RateTimer}} {
-		if d.val < 0 {
-			v.bad(p+"."+d.key, "%s is not allowed (must be > 0)", d.val)
-		}
+		v.knobPositive(p+"."+d.key, d.val == 0, d.val < 0, d.val)
 	}
-	if c.ByteCounter < 0 {
-		v.bad(p+".byte_counter", "%s is not allowed (must be > 0)", c.ByteCounter)
-	}
+	v.knobPositive(p+".byte_counter", c.ByteCounter == 0, c.ByteCounter < 0, c.ByteCounter)
 	v.intRange(p+".fast_recovery", c.FastRecovery, 0, maxStages, "")
 	for _, r := range []struct {
 		key string
 		val Rate
 	}{{"ai_rate", c.AIRate}, {"hai_rate", c.HAIRate}, {"min_rate", c.MinRate}} {
-		if r.val < 0 {
-			v.bad(p+"."+r.key, "%s is not allowed (must be > 0)", r.val)
-		}
+		v.knobPositive(p+"."+r.key, r.val == 0, r.val < 0, r.val)
 	}
 	if lo := v.slowestLink(); lo > 0 && c.MinRate > lo {
 		v.bad(p+".min_rate", "%s is above the link rate %s", c.MinRate, lo)
