@@ -8,6 +8,7 @@ import (
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/tcpsim"
 )
 
 // One declaration per knob. A model's Config holds each default with its
@@ -157,6 +158,39 @@ var rnicKnobs = []knob[scenarios.RNIC, rnic.Config]{
 	ptr("cpu.reg_mr_per_page", func(r *scenarios.RNIC) **scenarios.Duration { return &r.CPU.RegMRPerPage }, func(c *rnic.Config) *sim.Time { return &c.RegMRPerPage }, durTo, durFrom),
 }
 
+// tcpKnobs are workload.tcp's keys and the tcpsim.Config fields they set.
+// prio's default is 0 (tcpsim.DefaultPrio, the lossy default class): it
+// prints as 0, not absent.
+var tcpKnobs = []knob[scenarios.TCP, tcpsim.Config]{
+	val("cc", func(t *scenarios.TCP) *string { return &t.CC }, func(c *tcpsim.Config) *tcpsim.CC { return &c.CC },
+		func(s string) tcpsim.CC { return tcpsim.CC(s) }, func(c tcpsim.CC) string { return string(c) }),
+	val("mss", func(t *scenarios.TCP) *scenarios.Size { return &t.MSS }, func(c *tcpsim.Config) *int { return &c.MSS },
+		func(s scenarios.Size) int { return int(s) }, func(n int) scenarios.Size { return scenarios.Size(n) }),
+	val("prio", func(t *scenarios.TCP) *int { return &t.Prio }, func(c *tcpsim.Config) *uint8 { return &c.Prio }, u8To, u8From),
+	val("init_cwnd", func(t *scenarios.TCP) *int { return &t.InitCwnd }, func(c *tcpsim.Config) *int { return &c.InitCwnd }, same[int], same[int]),
+	val("min_rto", func(t *scenarios.TCP) *scenarios.Duration { return &t.MinRTO }, func(c *tcpsim.Config) *sim.Time { return &c.MinRTO }, durTo, durFrom),
+	val("delayed_ack", func(t *scenarios.TCP) *scenarios.Duration { return &t.DelayedAck }, func(c *tcpsim.Config) *sim.Time { return &c.DelAck }, durTo, durFrom),
+	val("ack_every", func(t *scenarios.TCP) *int { return &t.AckEvery }, func(c *tcpsim.Config) *int { return &c.AckEvery }, same[int], same[int]),
+	val("threads", func(t *scenarios.TCP) *int { return &t.Threads }, func(c *tcpsim.Config) *int { return &c.Threads }, same[int], same[int]),
+	val("rx_usecs", func(t *scenarios.TCP) *scenarios.Duration { return &t.RxUsecs }, func(c *tcpsim.Config) *sim.Time { return &c.RxUsecs }, durTo, durFrom),
+	val("rx_frames", func(t *scenarios.TCP) *int { return &t.RxFrames }, func(c *tcpsim.Config) *int { return &c.RxFrames }, same[int], same[int]),
+}
+
+// TCPConfig is every host's TCP stack for workload.tcp:
+// tcpsim.DefaultConfig with the keys set. rx_usecs 0 turns interrupt
+// moderation off.
+func TCPConfig(t *scenarios.TCP) tcpsim.Config {
+	c := tcpsim.DefaultConfig()
+	if t == nil {
+		return c
+	}
+	for _, k := range tcpKnobs {
+		k.set(t, &c)
+	}
+	c.NoRxModeration = t.RxUsecs == 0
+	return c
+}
+
 // dcqcnModel is what the dcqcn section sets: the reaction point's
 // dcqcn.Config and the notification point's CNP interval (an rnic.Config
 // field, but a DCQCN parameter with a value per profile).
@@ -205,10 +239,11 @@ func dcqcnFor(s *scenarios.Scenario, lineRate int64) dcqcnModel {
 	return m
 }
 
-// ModelDefaults are the model's values of the scenario's rnic and dcqcn
-// keys (see scenarios.ModelDefaults): rnic.DefaultConfig's, and the dcqcn
-// profile's for a port at the host link rate (a benchmark's min_rate is
-// not capped: its points run at several rates).
+// ModelDefaults are the model's values of the scenario's rnic, dcqcn and
+// workload.tcp keys (see scenarios.ModelDefaults): rnic.DefaultConfig's,
+// the dcqcn profile's for a port at the host link rate (a benchmark's
+// min_rate is not capped: its points run at several rates), and
+// tcpsim.DefaultConfig's.
 func ModelDefaults(s *scenarios.Scenario) scenarios.ModelDefaults {
 	var out scenarios.ModelDefaults
 	if s.RNIC != nil {
@@ -230,6 +265,14 @@ func ModelDefaults(s *scenarios.Scenario) scenarios.ModelDefaults {
 			k.show(&m, d)
 		}
 		out.DCQCN = d
+	}
+	if w := s.Workload; w != nil && w.TCP != nil {
+		c := tcpsim.DefaultConfig()
+		t := new(scenarios.TCP)
+		for _, k := range tcpKnobs {
+			k.show(&c, t)
+		}
+		out.TCP = t
 	}
 	return out
 }

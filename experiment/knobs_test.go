@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"fmt"
+	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/besim/besim/dcqcn"
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/tcpsim"
 )
 
 // leafKeys lists the keys of a scenario section type, nested sections
@@ -49,19 +52,19 @@ func keysOf[S, M any](ks []knob[S, M]) []string {
 // QP attributes; the profile that picks the model's defaults) and the
 // translation caches (off unless given; NICConfig maps them).
 func TestKnobsBindEveryKey(t *testing.T) {
-	own := map[string]bool{"cc": true, "payload": true, "qp.timeout": true, "qp.retry_cnt": true,
-		"qp.rnr_retry": true, "qp.min_rnr_timer": true, "profile": true}
 	for _, c := range []struct {
 		section string
 		typ     reflect.Type
 		bound   []string
+		own     []string
 	}{
-		{"rnic", reflect.TypeFor[scenarios.RNIC](), keysOf(rnicKnobs)},
-		{"dcqcn", reflect.TypeFor[scenarios.DCQCN](), keysOf(dcqcnKnobs)},
+		{"rnic", reflect.TypeFor[scenarios.RNIC](), keysOf(rnicKnobs), []string{"cc", "payload", "qp.timeout", "qp.retry_cnt", "qp.rnr_retry", "qp.min_rnr_timer"}},
+		{"dcqcn", reflect.TypeFor[scenarios.DCQCN](), keysOf(dcqcnKnobs), []string{"profile"}},
+		{"workload.tcp", reflect.TypeFor[scenarios.TCP](), keysOf(tcpKnobs), nil},
 	} {
 		var want []string
 		for _, k := range leafKeys(c.typ, "") {
-			if !own[k] {
+			if !slices.Contains(c.own, k) {
 				want = append(want, k)
 			}
 		}
@@ -93,6 +96,20 @@ func TestModelConfigsHaveEveryDefault(t *testing.T) {
 		k.set(&r, &back)
 		if got, want := k.value(&back), k.value(&nic); got != want {
 			t.Errorf("rnic.%s: %v through the scenario is %v", k.key, want, got)
+		}
+	}
+	tcp := tcpsim.DefaultConfig()
+	for _, k := range tcpKnobs {
+		// prio 0 is the default lossy class (tcpsim.DefaultPrio).
+		if k.isZero(&tcp) != (k.key == "prio") {
+			t.Errorf("workload.tcp.%s: zero in tcpsim.DefaultConfig is %v", k.key, k.isZero(&tcp))
+		}
+		var sc scenarios.TCP
+		var back tcpsim.Config
+		k.show(&tcp, &sc)
+		k.set(&sc, &back)
+		if got, want := k.value(&back), k.value(&tcp); got != want {
+			t.Errorf("workload.tcp.%s: %v through the scenario is %v", k.key, want, got)
 		}
 	}
 	paperZeros := []string{"decrease_period", "alpha_update", "target_clamp"}
@@ -161,4 +178,104 @@ func TestResolvedScenarioShowsTheModels(t *testing.T) {
 	if got := int64(slow.DCQCN.MinRate); got != 50e6 || got >= dcqcn.DefaultMinRate {
 		t.Errorf("min_rate on a 50Mbps link: %d", got)
 	}
+}
+
+// TestTCPKnobs: workload.tcp resolves to tcpsim.DefaultConfig's values
+// (shown in the resolved scenario, and in SCHEMA.md's table of
+// workload.tcp), and TCPConfig of the resolved section is
+// tcpsim.DefaultConfig.
+func TestTCPKnobs(t *testing.T) {
+	text, err := scenarios.Builtin("ps-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenarios.Parse("ps.yaml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sweepSet(s, "workload.transport", "tcp"); err != nil {
+		t.Fatal(err)
+	}
+	y, err := s.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(y, &doc); err != nil {
+		t.Fatal(err)
+	}
+	def := tcpsim.DefaultConfig()
+	docs := tcpSchemaDefaults(t)
+	if len(docs) != len(tcpKnobs) {
+		t.Errorf("SCHEMA.md's workload.tcp table has %d defaults, the section %d knobs: %v", len(docs), len(tcpKnobs), docs)
+	}
+	for _, k := range tcpKnobs {
+		want := fmt.Sprint(k.value(&def))
+		if got, ok := lookup(doc, "workload.tcp."+k.key); !ok || !sameValue(got, want) {
+			t.Errorf("workload.tcp.%s: resolved %q (present %v), tcpsim's %s", k.key, got, ok, want)
+		}
+		if d, ok := docs[k.key]; !ok || !sameValue(d, want) {
+			t.Errorf("workload.tcp.%s: SCHEMA.md says %q, tcpsim's %s", k.key, d, want)
+		}
+	}
+	if got := TCPConfig(s.Workload.TCP); !reflect.DeepEqual(got, def) {
+		t.Errorf("TCPConfig of the defaults:\n got %+v\nwant %+v", got, def)
+	}
+}
+
+// sweepSet re-parses s with key set to value in its normalised form.
+func sweepSet(s *scenarios.Scenario, key, value string) error {
+	y, err := s.YAML()
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(y, &doc); err != nil {
+		return err
+	}
+	parts := strings.Split(key, ".")
+	m := doc
+	for _, p := range parts[:len(parts)-1] {
+		m = m[p].(map[string]any)
+	}
+	m[parts[len(parts)-1]] = value
+	b, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	n, err := scenarios.Parse("set.yaml", b)
+	if err != nil {
+		return err
+	}
+	*s = *n
+	return nil
+}
+
+// tcpSchemaDefaults reads SCHEMA.md's workload.tcp table: key -> default.
+func tcpSchemaDefaults(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("../scenarios/SCHEMA.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "`workload.tcp` (")
+	if !ok {
+		t.Fatal("SCHEMA.md has no workload.tcp table")
+	}
+	code := regexp.MustCompile("^\\| `([^`]*)` \\|[^|]*\\| `([^`]*)` \\|")
+	out := map[string]string{}
+	started := false
+	for _, line := range strings.Split(rest, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if started {
+				break
+			}
+			continue
+		}
+		started = true
+		if m := code.FindStringSubmatch(strings.ReplaceAll(line, `\|`, "/")); m != nil {
+			out[m[1]] = m[2]
+		}
+	}
+	return out
 }

@@ -117,9 +117,6 @@ var (
 type defaulter struct {
 	s    *Scenario
 	errs ErrorList
-
-	model      ModelDefaults // see models
-	modelsDone bool
 }
 
 func show(v any) string {

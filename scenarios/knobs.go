@@ -29,6 +29,7 @@ import (
 type ModelDefaults struct {
 	RNIC  *RNIC
 	DCQCN *DCQCN
+	TCP   *TCP // workload.tcp
 }
 
 // modelDefaults is the registered function; nil without the models.
@@ -44,17 +45,14 @@ func SetModelDefaults(f func(*Scenario) ModelDefaults) { modelDefaults = f }
 // ModelDefaults function is registered in this binary.
 func HasModelDefaults() bool { return modelDefaults != nil }
 
-// models returns the registered function's values for s, computed once per
-// ApplyDefaults (after the scenario layer's own defaults of the sections
-// they depend on), or the zero ModelDefaults without one.
+// models returns the registered function's values for s as resolved so
+// far (the sections present, the host link rate), or the zero
+// ModelDefaults without one.
 func (d *defaulter) models() ModelDefaults {
-	if !d.modelsDone {
-		d.modelsDone = true
-		if modelDefaults != nil {
-			d.model = modelDefaults(d.s)
-		}
+	if modelDefaults == nil {
+		return ModelDefaults{}
 	}
-	return d.model
+	return modelDefaults(d.s)
 }
 
 // overlay fills the unset knobs of section dst (a pointer to a struct of
