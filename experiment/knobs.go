@@ -5,6 +5,7 @@ import (
 	"math/big"
 
 	"github.com/besim/besim/dcqcn"
+	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
@@ -274,5 +275,20 @@ func ModelDefaults(s *scenarios.Scenario) scenarios.ModelDefaults {
 		}
 		out.TCP = t
 	}
+	fabricDefaults(&out)
 	return out
+}
+
+// fabricDefaults sets the fabric model's values of the keys whose default
+// the scenario format shares with fabric.DefaultConfig (the others are the
+// format's own choices, in package scenarios). FabricConfig maps them back.
+func fabricDefaults(out *scenarios.ModelDefaults) {
+	c := fabric.DefaultConfig()
+	out.Links = &scenarios.Links{Rate: scenarios.Rate(c.HostLink.Rate), Delay: scenarios.Duration(c.HostLink.Delay)}
+	out.Switch = &scenarios.Switch{Buffer: scenarios.Size(c.Switch.Buffer)}
+	out.Hosts = &scenarios.Hosts{MTU: scenarios.Size(c.MTU)}
+	out.PriorityPFC = &scenarios.PriorityPFC{Alpha: ratioOf(c.Switch.PFC.Alpha)}
+	out.ECN = &scenarios.ECN{Pmax: scenarios.Fraction(c.Switch.ECN[fabric.DefaultLosslessPrio].Pmax)}
+	out.PFC = &scenarios.PFC{Quanta: int(c.Switch.PFC.Quanta)}
+	out.Watchdog = &scenarios.Watchdog{Detect: scenarios.Duration(c.Switch.PFC.Watchdog.Detection)}
 }

@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/besim/besim/dcqcn"
+	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/tcpsim"
@@ -278,4 +279,36 @@ func tcpSchemaDefaults(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestFabricDefaultsAreTheModel: the fabric keys whose default the format
+// shares with the fabric model resolve to fabric.DefaultConfig's values
+// (removing one from the Config leaves the key unset and fails here), and
+// an explicit zero names the model's value.
+func TestFabricDefaultsAreTheModel(t *testing.T) {
+	s := parse(t, "d", "name: d\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}, priorities: [{prio: 3, lossless: true, ecn: {kmin: 5KB, kmax: 200KB}}], pfc: {watchdog: {}}}\nflows: [{src: 0, dst: 1, prio: 3}]\n")
+	c := fabric.DefaultConfig()
+	f := s.Fabric
+	p := f.Priorities[0]
+	for _, k := range []struct {
+		key       string
+		got, want any
+	}{
+		{"fabric.links.rate", int64(f.Links.Rate), c.HostLink.Rate},
+		{"fabric.links.delay", f.Links.Delay.Time(), c.HostLink.Delay},
+		{"fabric.switch.buffer", int64(f.Switch.Buffer), c.Switch.Buffer},
+		{"hosts.mtu", int(s.Hosts.MTU), c.MTU},
+		{"fabric.priorities[0].pfc.alpha", p.PFC.Alpha.Float64(), c.Switch.PFC.Alpha},
+		{"fabric.priorities[0].ecn.pmax", float64(p.ECN.Pmax), c.Switch.ECN[fabric.DefaultLosslessPrio].Pmax},
+		{"fabric.pfc.quanta", f.PFC.Quanta, int(c.Switch.PFC.Quanta)},
+		{"fabric.pfc.watchdog.detect", f.PFC.Watchdog.Detect.Time(), c.Switch.PFC.Watchdog.Detection},
+	} {
+		if k.got != k.want || reflect.ValueOf(k.want).IsZero() {
+			t.Errorf("%s: resolved %v, fabric.DefaultConfig %v (must be set)", k.key, k.got, k.want)
+		}
+	}
+	_, err := scenarios.Parse("z.yaml", []byte("name: z\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}, switch: {buffer: 0}}\nflows: [{src: 0, dst: 1}]\n"))
+	if want := fmt.Sprintf("fabric.switch.buffer: 0B is not allowed (omit the key for the default, %s)", scenarios.Size(fabric.DefaultBuffer)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("explicit zero: %v, want %s", err, want)
+	}
 }

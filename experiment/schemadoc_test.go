@@ -107,9 +107,11 @@ func lookup(m map[string]any, path string) (string, bool) {
 // from the models' Configs (ModelDefaults; TestModelConfigsHaveEveryDefault
 // fails when a Config loses one), so SCHEMA.md is tested against the
 // models: a model default changed leaves SCHEMA.md behind and fails here.
-// (The fabric section's defaults are the scenario format's own choices, not
-// fabric.DefaultConfig's: strict priority rather than DWRR, egress alpha
-// 1/8 rather than 1, uplinks at the host rate rather than 100 Gbps.)
+// The fabric defaults the format shares with fabric.DefaultConfig come
+// from it too (TestFabricDefaultsAreTheModel); the others are the format's
+// own choices: strict priority rather than DWRR, egress alpha 1/8 rather
+// than 1, uplinks at the host rate rather than 100 Gbps, the XON offset two
+// MTUs rather than 3 KiB, watchdog restore 100 ms rather than 200 ms.
 func TestSchemaDefaultsAreTheModels(t *testing.T) {
 	const text = "name: d\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}, priorities: [{prio: 3, lossless: true}], pfc: {watchdog: {}}}\nhosts: {nic: rnic}\nrnic: {cc: dcqcn}\nflows: [{src: 0, dst: 1, prio: 3}]\n"
 	docs := schemaDefaults(t, "Default", "fabric.links", "fabric.switch", "fabric.pfc", "hosts", "rnic", "dcqcn")

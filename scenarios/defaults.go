@@ -14,26 +14,22 @@ import (
 // default never replaces something the user wrote. Booleans whose default
 // is true are pointers for the same reason.
 const (
-	defaultLinkRate        Rate = 25 * units.Gbps
-	defaultLinkDelay            = Duration(sim.Microsecond)
-	defaultBuffer               = 12 * MiB
-	defaultScheduler            = Strict
-	defaultDWRRWeight           = 1
-	defaultPFCQuanta            = 65535
-	defaultWatchdogDetect       = Duration(100 * sim.Millisecond)
-	defaultWatchdogRestore      = Duration(100 * sim.Millisecond)
-	defaultECNPmax              = Fraction(0.01)
-	defaultMTU                  = 1024 * Byte
-	defaultXONOffsetMTUs        = 2 // xon_offset = 2 x hosts.mtu
-	defaultSampleInterval       = Duration(10 * sim.Microsecond)
-	defaultFlowCount            = 1
-	defaultOutputRoot           = "out"
+	defaultScheduler       = Strict
+	defaultDWRRWeight      = 1
+	defaultWatchdogRestore = Duration(100 * sim.Millisecond)
+	defaultXONOffsetMTUs   = 2 // xon_offset = 2 x hosts.mtu
+	defaultSampleInterval  = Duration(10 * sim.Microsecond)
+	defaultFlowCount       = 1
+	defaultOutputRoot      = "out"
 )
 
-var (
-	defaultSwitchAlpha = Ratio{1, 8}
-	defaultPFCAlpha    = Ratio{1, 8}
-)
+// The fabric format's own choices where they differ from fabric's model
+// (fabric.DefaultConfig: lossy egress alpha 1, DWRR, XON offset 3 KiB,
+// watchdog restore 200 ms): strict priority, egress alpha 1/8, the XON
+// offset two MTUs, restore 100 ms. The defaults both share (link rate
+// and delay, buffer, MTU, PFC alpha and quanta, ECN pmax, watchdog
+// detection) are the model's, through ModelDefaults.
+var defaultSwitchAlpha = Ratio{1, 8}
 
 // The scenario layer's own defaults of the rnic section and the flows. The
 // simulated NIC's and DCQCN's knobs have their defaults in their models
@@ -175,16 +171,17 @@ func (s *Scenario) ApplyDefaults() error {
 		d.workloadEarly()
 	}
 	f := &s.Fabric
-	def(d, "fabric.links.rate", &f.Links.Rate, defaultLinkRate)
-	def(d, "fabric.links.delay", &f.Links.Delay, defaultLinkDelay)
-	def(d, "fabric.links.host_rate", &f.Links.HostRate, f.Links.Rate)
-	if f.Topology.Kind == LeafSpine || f.Topology.Kind == FatTree {
-		def(d, "fabric.links.uplink_rate", &f.Links.UplinkRate, f.Links.Rate)
+	d.overlay("fabric.links", &f.Links, d.models().Links) // rate, delay
+	if f.Links.Rate != 0 {
+		def(d, "fabric.links.host_rate", &f.Links.HostRate, f.Links.Rate)
+		if f.Topology.Kind == LeafSpine || f.Topology.Kind == FatTree {
+			def(d, "fabric.links.uplink_rate", &f.Links.UplinkRate, f.Links.Rate)
+		}
 	}
 
-	def(d, "fabric.switch.buffer", &f.Switch.Buffer, defaultBuffer)
 	def(d, "fabric.switch.alpha", &f.Switch.Alpha, defaultSwitchAlpha)
 	def(d, "fabric.switch.scheduler", &f.Switch.Scheduler, defaultScheduler)
+	d.overlay("fabric.switch", &f.Switch, d.models().Switch) // buffer
 	if f.Switch.Scheduler == DWRR && len(f.Switch.DWRRWeights) == 0 {
 		if d.s.present("fabric.switch.dwrr_weights") {
 			d.errs.add(s.Errorf("fabric.switch.dwrr_weights", "empty list (give 8 weights, one per priority, or omit the key for all %d)", defaultDWRRWeight))
@@ -196,8 +193,8 @@ func (s *Scenario) ApplyDefaults() error {
 		}
 	}
 
-	def(d, "hosts.mtu", &s.Hosts.MTU, defaultMTU)
 	def(d, "hosts.nic", &s.Hosts.NIC, defaultNIC)
+	d.overlay("hosts", &s.Hosts, d.models().Hosts) // mtu
 
 	if len(f.Priorities) == 0 {
 		if s.present("fabric.priorities") {
@@ -206,6 +203,7 @@ func (s *Scenario) ApplyDefaults() error {
 			f.Priorities = []Priority{{Prio: 0}}
 		}
 	}
+	m := d.models()
 	for i := range f.Priorities {
 		p := &f.Priorities[i]
 		path := idx("fabric.priorities", i)
@@ -215,8 +213,8 @@ func (s *Scenario) ApplyDefaults() error {
 		if p.PFC != nil && p.Lossless {
 			pp, pfcPath := p.PFC, path+".pfc"
 			def(d, pfcPath+".xoff", &pp.XOFF, Threshold{Dynamic: true})
-			if pp.XOFF.Dynamic {
-				def(d, pfcPath+".alpha", &pp.Alpha, defaultPFCAlpha)
+			if pp.XOFF.Dynamic && m.PriorityPFC != nil {
+				d.overlay(pfcPath, pp, &PriorityPFC{Alpha: m.PriorityPFC.Alpha}) // alpha
 			}
 			if pp.XON == 0 && !s.present(pfcPath+".xon") {
 				def(d, pfcPath+".xon_offset", &pp.XONOffset, defaultXONOffsetMTUs*s.Hosts.MTU)
@@ -226,17 +224,17 @@ func (s *Scenario) ApplyDefaults() error {
 			def(d, pfcPath+".headroom", &pp.Headroom, AutoSize{Auto: true})
 		}
 		if p.ECN != nil {
-			def(d, path+".ecn.pmax", &p.ECN.Pmax, defaultECNPmax)
+			d.overlay(path+".ecn", p.ECN, m.ECN) // pmax
 		}
 	}
 
 	pfc := &f.PFC
 	defBool(&pfc.Enabled, true)
 	if *pfc.Enabled {
-		def(d, "fabric.pfc.quanta", &pfc.Quanta, defaultPFCQuanta)
+		d.overlay("fabric.pfc", pfc, m.PFC) // quanta
 		def(d, "fabric.pfc.refresh", &pfc.Refresh, AutoDuration{Auto: true})
 		if pfc.Watchdog != nil {
-			def(d, "fabric.pfc.watchdog.detect", &pfc.Watchdog.Detect, defaultWatchdogDetect)
+			d.overlay("fabric.pfc.watchdog", pfc.Watchdog, m.Watchdog) // detect
 			def(d, "fabric.pfc.watchdog.restore", &pfc.Watchdog.Restore, defaultWatchdogRestore)
 		}
 	}

@@ -26,12 +26,14 @@
 //
 // Sections: fabric, hosts (hosts.nic: raw or rnic), rnic (the simulated
 // NIC's resource and cost model), dcqcn, flows (transport raw, rc or ud),
-// benchmark (perftest or msgrate instead of a fabric), outputs. The rnic and
-// dcqcn knobs are declared once, with their defaults, in their models
-// (rnic.DefaultConfig, dcqcn.DefaultConfig and dcqcn.ConnectXConfig); this
-// package imports no model, so ApplyDefaults overlays the file on the
-// values of a registered ModelDefaults (package experiment registers one;
-// berun, which drives real NICs, links none and leaves them unset).
+// benchmark (perftest or msgrate instead of a fabric), outputs. The rnic,
+// dcqcn and workload.tcp knobs, and the fabric defaults the format shares
+// with package fabric, are declared once, with their defaults, in their
+// models (rnic.DefaultConfig, dcqcn.DefaultConfig and ConnectXConfig,
+// tcpsim.DefaultConfig, fabric.DefaultConfig); this package imports no
+// model, so ApplyDefaults overlays the file on the values of a registered
+// ModelDefaults (package experiment registers one; berun, which drives
+// real NICs, links none and leaves them unset).
 //
 // Every key, its unit, default and allowed values: scenarios/SCHEMA.md. The
 // embedded scenarios are scenarios/builtin/*.yaml (see List; Default is the

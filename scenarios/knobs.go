@@ -4,8 +4,9 @@ import (
 	"reflect"
 )
 
-// Model knobs. The keys of the rnic and dcqcn sections are knobs of a
-// simulator model (rnic.Config, dcqcn.Config), whose package declares each
+// Model knobs. The keys of the rnic, dcqcn and workload.tcp sections, and
+// some of the fabric's, are knobs of a simulator model (rnic.Config,
+// dcqcn.Config, tcpsim.Config, fabric.Config), whose package declares each
 // default with its source. This package imports no model (the workload
 // state machines import it, and berun links them without the simulator),
 // so it does not know those values: a runner that links the models
@@ -30,6 +31,18 @@ type ModelDefaults struct {
 	RNIC  *RNIC
 	DCQCN *DCQCN
 	TCP   *TCP // workload.tcp
+
+	// The fabric model's (fabric.DefaultConfig) values of the keys whose
+	// default the scenario format shares with it: link rate and delay,
+	// buffer, MTU, PFC alpha (of every lossless class) and quanta, ECN pmax
+	// (of every marking class), the storm watchdog's detection time.
+	Links       *Links
+	Switch      *Switch
+	Hosts       *Hosts
+	PriorityPFC *PriorityPFC
+	ECN         *ECN
+	PFC         *PFC
+	Watchdog    *Watchdog
 }
 
 // modelDefaults is the registered function; nil without the models.

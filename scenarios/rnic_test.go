@@ -52,6 +52,7 @@ func TestRNICIsValid(t *testing.T) {
 }
 
 func TestRNICErrors(t *testing.T) {
+	testFabric(t, 25*units.Gbps, KiB) // the host link rate and MTU of the cases
 	cases := []struct {
 		name     string
 		base     string // rnicYAML when empty
