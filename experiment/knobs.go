@@ -9,6 +9,7 @@ import (
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/tcpsim"
 )
 
@@ -276,6 +277,8 @@ func ModelDefaults(s *scenarios.Scenario) scenarios.ModelDefaults {
 		out.TCP = t
 	}
 	fabricDefaults(&out)
+	out.WireDelay = scenarios.Duration(rnic.DefaultWireDelay)
+	out.TestbedDelay = scenarios.Duration(simhost.DefaultTestbedLinkDelay)
 	return out
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/tcpsim"
 )
 
@@ -310,5 +312,38 @@ func TestFabricDefaultsAreTheModel(t *testing.T) {
 	_, err := scenarios.Parse("z.yaml", []byte("name: z\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}, switch: {buffer: 0}}\nflows: [{src: 0, dst: 1}]\n"))
 	if want := fmt.Sprintf("fabric.switch.buffer: 0B is not allowed (omit the key for the default, %s)", scenarios.Size(fabric.DefaultBuffer)); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("explicit zero: %v, want %s", err, want)
+	}
+}
+
+// TestBenchmarkDelayIsTheModels: benchmark.delay resolves to the cable of
+// two NICs back to back (rnic.DefaultWireDelay) for perftest and to the
+// testbed link (simhost.DefaultTestbedLinkDelay) for the core's testbeds,
+// both set, as SCHEMA.md's benchmark table says.
+func TestBenchmarkDelayIsTheModels(t *testing.T) {
+	b, err := os.ReadFile("../scenarios/SCHEMA.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `delay` \\| perftest.*\\| perftest `([^`]*)`; the others `([^`]*)`").FindSubmatch(b)
+	if row == nil {
+		t.Fatal("SCHEMA.md's benchmark table has no delay row with both defaults")
+	}
+	for _, c := range []struct {
+		kind, doc string
+		want      sim.Time
+	}{
+		{"perftest", string(row[1]), rnic.DefaultWireDelay},
+		{"fragsize", string(row[2]), simhost.DefaultTestbedLinkDelay},
+		{"pingpong", string(row[2]), simhost.DefaultTestbedLinkDelay},
+	} {
+		text := "name: b\nbenchmark: {kind: " + c.kind + ", points: [{rate: 25Gbps, mtu: 1024}]}\n"
+		if c.kind == "fragsize" {
+			text = "name: b\nbenchmark: {kind: fragsize}\n"
+		}
+		s := parse(t, "b", text)
+		got := s.Benchmark.Delay.Time()
+		if got != c.want || c.want == 0 || !sameValue(s.Benchmark.Delay.String(), c.doc) {
+			t.Errorf("%s: delay %v, the model's %v, SCHEMA.md %s", c.kind, got, c.want, c.doc)
+		}
 	}
 }

@@ -57,7 +57,6 @@ const (
 	defaultPerfTxDepth         = 128
 	defaultPerfRxDepth         = 512
 	defaultPerfCQMod           = 100
-	defaultPerfDelay           = Duration(sim.Microsecond)
 	defaultMsgWarmup           = Duration(500 * sim.Microsecond)
 	defaultMsgDuration         = Duration(sim.Millisecond)
 	defaultMsgThreads          = 8
@@ -69,7 +68,6 @@ const (
 	defaultMsgJitter           = Fraction(0.5)
 	defaultFragMessage         = MiB
 	defaultFragDepth           = 8
-	defaultTestbedDelay        = Duration(250 * sim.Nanosecond) // two hosts on one ToR (simhost.DefaultTestbedLinkDelay)
 	defaultHOLWarmup           = Duration(2 * sim.Millisecond)
 	defaultHOLDuration         = Duration(20 * sim.Millisecond)
 	defaultHOLRate        Rate = 25 * units.Gbps
@@ -328,7 +326,7 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.tx_depth", &b.TxDepth, defaultPerfTxDepth)
 		def(d, "benchmark.rx_depth", &b.RxDepth, defaultPerfRxDepth)
 		def(d, "benchmark.cq_mod", &b.CQMod, min(defaultPerfCQMod, max(b.TxDepth, 1)))
-		def(d, "benchmark.delay", &b.Delay, defaultPerfDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().WireDelay)
 	case MsgRate:
 		def(d, "duration", &s.Duration, defaultMsgDuration)
 		def(d, "benchmark.warmup", &b.Warmup, defaultMsgWarmup)
@@ -343,7 +341,7 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.rate", &b.Rate, defaultMsgRate)
 		def(d, "benchmark.depth", &b.Depth, defaultMsgDepth)
 		if b.Through == ThroughCore {
-			def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+			knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 		} else {
 			def(d, "benchmark.signal_every", &b.SignalEvery, min(defaultMsgSignalEvery, max(b.Depth, 1)))
 		}
@@ -370,7 +368,7 @@ func (d *defaulter) benchmark() {
 			def(d, "benchmark.warmup", &b.Warmup, Duration(20*msg))
 		}
 		def(d, "benchmark.depth", &b.Depth, defaultFragDepth)
-		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 	case PingPong:
 		def(d, "duration", &s.Duration, defaultPingDuration)
 		def(d, "benchmark.warmup", &b.Warmup, defaultPingWarmup)
@@ -378,7 +376,7 @@ func (d *defaulter) benchmark() {
 			b.Messages = append([]Size(nil), defaultPingMessages...)
 		}
 		def(d, "benchmark.response", &b.Response, defaultPingResponse)
-		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 	case Peak:
 		def(d, "duration", &s.Duration, defaultPeakDuration)
 		def(d, "benchmark.warmup", &b.Warmup, defaultPeakWarmup)
@@ -391,12 +389,12 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.message", &b.Message, defaultFragMessage)
 		def(d, "benchmark.depth", &b.Depth, defaultFragDepth)
 		def(d, "benchmark.fragment", &b.Fragment, defaultPeakFragment)
-		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 	case HOL:
 		def(d, "duration", &s.Duration, defaultHOLDuration)
 		def(d, "benchmark.warmup", &b.Warmup, defaultHOLWarmup)
 		def(d, "benchmark.rate", &b.Rate, defaultHOLRate)
-		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 		if len(b.LargeFlows) == 0 && !s.present("benchmark.large_flows") {
 			b.LargeFlows = append([]int(nil), defaultLargeFlows...)
 		}

@@ -43,6 +43,12 @@ type ModelDefaults struct {
 	ECN         *ECN
 	PFC         *PFC
 	Watchdog    *Watchdog
+
+	// benchmark.delay: the cable between two NICs back to back
+	// (perftest; rnic.DefaultWireDelay) and the link of the testbeds of
+	// two simulated hosts under one switch (fragsize, hol, pingpong, peak,
+	// msgrate through the core; simhost.DefaultTestbedLinkDelay).
+	WireDelay, TestbedDelay Duration
 }
 
 // modelDefaults is the registered function; nil without the models.
@@ -66,6 +72,16 @@ func (d *defaulter) models() ModelDefaults {
 		return ModelDefaults{}
 	}
 	return modelDefaults(d.s)
+}
+
+// knob fills one model knob, *field, with the model's value when it is
+// unset (zero) and the model's value is not; a zero written in the file is
+// reported as def does.
+func knob[T comparable](d *defaulter, path string, field *T, model T) {
+	var zero T
+	if model != zero {
+		def(d, path, field, model)
+	}
 }
 
 // overlay fills the unset knobs of section dst (a pointer to a struct of

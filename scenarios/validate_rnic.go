@@ -376,9 +376,7 @@ func (v *validator) benchPoints() {
 	for i, m := range b.MTUs {
 		v.benchMTU(idx(p+".mtus", i), m)
 	}
-	if b.Delay <= 0 {
-		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-	}
+	v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 }
 
 func (v *validator) pingpong() {
@@ -483,9 +481,7 @@ func (v *validator) fragsize() {
 		v.bad(p+".message", "%s is out of range (allowed: 64B to %s)", b.Message, Size(maxTestbedMessage))
 	}
 	v.countRange(p+".depth", b.Depth, 1, maxQueueDepth)
-	if b.Delay <= 0 {
-		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-	}
+	v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 }
 
 func (v *validator) hol() {
@@ -514,9 +510,7 @@ func (v *validator) hol() {
 	if b.Fragment < 64 || b.LargeMessage > 0 && b.Fragment > b.LargeMessage {
 		v.bad(p+".fragment", "%s is out of range (allowed: 64B to large_message %s)", b.Fragment, b.LargeMessage)
 	}
-	if b.Delay <= 0 {
-		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-	}
+	v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 }
 
 func (v *validator) benchRate(path string, r Rate) {
@@ -589,9 +583,7 @@ func (v *validator) perftest() {
 	if b.CQMod < 1 || (b.TxDepth >= 1 && b.CQMod > b.TxDepth) {
 		v.bad(p+".cq_mod", "%d is out of range (allowed: 1 to tx_depth %d)", b.CQMod, b.TxDepth)
 	}
-	if b.Delay <= 0 {
-		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-	}
+	v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 	if v.errs.err() != nil {
 		return
 	}
@@ -625,9 +617,7 @@ func (v *validator) msgrate() {
 		if b.Message <= 32 || b.Message > 4*KiB {
 			v.bad(p+".message", "%s is out of range through the core (allowed: 33B, above the 32-byte answer, to 4KiB, the core's small-message limit)", b.Message)
 		}
-		if b.Delay <= 0 {
-			v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-		}
+		v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 	}
 	if len(b.ThreadDomains) == 0 {
 		v.bad(p+".thread_domains", "empty list (give [false], [true] or both, or omit the key for both)")
