@@ -303,20 +303,20 @@ func (t *WorkloadTransport) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(t), "workload transport", workloadTransports)
 }
 
-// TCP is the simulated kernel TCP stack of every host (package tcpsim;
-// its doc gives the source of each default). Every key is a knob of
-// tcpsim.Config, whose DefaultConfig holds the defaults (ModelDefaults).
+// TCP is the simulated kernel TCP stack of every host (package tcpsim).
+// Every key is a knob of tcpsim.Config, whose DefaultConfig holds the
+// defaults with their sources (ModelDefaults; SCHEMA.md lists them).
 type TCP struct {
-	CC         string   `yaml:"cc,omitempty"`          // dctcp (default) or newreno
-	MSS        Size     `yaml:"mss,omitempty"`         // default 1448B (1500-byte Ethernet MTU)
-	Prio       int      `yaml:"prio"`                  // lossy priority TCP sends on; default 0
-	InitCwnd   int      `yaml:"init_cwnd,omitempty"`   // segments; default 10
-	MinRTO     Duration `yaml:"min_rto,omitempty"`     // default 200ms (Linux)
-	DelayedAck Duration `yaml:"delayed_ack,omitempty"` // default 40ms (Linux)
-	AckEvery   int      `yaml:"ack_every,omitempty"`   // default 2
-	Threads    int      `yaml:"threads,omitempty"`     // application and softirq cores per host; default 1
-	RxUsecs    Duration `yaml:"rx_usecs,omitempty"`    // receive interrupt moderation; default 16us (0us: off)
-	RxFrames   int      `yaml:"rx_frames,omitempty"`   // default 88
+	CC         string   `yaml:"cc,omitempty"`          // congestion control: dctcp or newreno
+	MSS        Size     `yaml:"mss,omitempty"`         // segment payload
+	Prio       int      `yaml:"prio"`                  // lossy priority TCP sends on
+	InitCwnd   int      `yaml:"init_cwnd,omitempty"`   // initial window, segments
+	MinRTO     Duration `yaml:"min_rto,omitempty"`     // minimum retransmission timeout
+	DelayedAck Duration `yaml:"delayed_ack,omitempty"` // delayed-ACK timer
+	AckEvery   int      `yaml:"ack_every,omitempty"`   // ACK at least every this many full segments
+	Threads    int      `yaml:"threads,omitempty"`     // application and softirq cores per host
+	RxUsecs    Duration `yaml:"rx_usecs,omitempty"`    // receive interrupt moderation (0us: off)
+	RxFrames   int      `yaml:"rx_frames,omitempty"`   // frames that trigger the receive interrupt early
 }
 
 // ThreadDomainsOn reports whether the core gives each I/O thread a thread
