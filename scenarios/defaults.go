@@ -8,11 +8,13 @@ import (
 	"github.com/besim/besim/sim"
 )
 
-// The defaults, all in one place (SCHEMA.md lists the same table). A field
-// whose Go zero value is not meaningful ("rate: 0bps") takes the default
-// when it is zero, i.e. absent; an explicit zero in a file is an error, so a
-// default never replaces something the user wrote. Booleans whose default
-// is true are pointers for the same reason.
+// The scenario format's own defaults, all in one place (SCHEMA.md lists
+// them with the models'); a model's knobs take the model's default through
+// ModelDefaults (knobs.go) and are not repeated here. A field whose Go zero
+// value is not meaningful ("rate: 0bps") takes the default when it is
+// zero, i.e. absent; an explicit zero in a file is an error, so a default
+// never replaces something the user wrote. Booleans whose default is true
+// are pointers for the same reason.
 const (
 	defaultScheduler       = Strict
 	defaultDWRRWeight      = 1
