@@ -16,10 +16,11 @@ import (
 // interval, the flow count, perftest's QP attributes, ...) stay in
 // defaults.go.
 //
-// Without a registered function (berun, which drives real NICs, and this
-// package's own tests) the model knobs a file leaves out stay unset and
-// are left out of the normalised scenario: there is no simulated NIC to
-// resolve them against.
+// Without a registered function (berun, which drives real NICs over real
+// links, and this package's own tests) the model knobs a file leaves out
+// stay unset and are left out of the normalised scenario: there is no
+// model to resolve them against, and nothing there uses them. Validate
+// then checks only the values a file wrote.
 
 // ModelDefaults are the model's values of the knobs of one scenario: each
 // section holds, in the scenario's types, what the model's DefaultConfig
