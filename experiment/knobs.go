@@ -14,13 +14,16 @@ import (
 )
 
 // One declaration per knob. A model's Config holds each default with its
-// source (rnic.DefaultConfig, dcqcn.DefaultConfig and ConnectXConfig); the
-// tables below bind each scenario key to the Config field it sets, once,
-// for both directions: ModelDefaults shows the model's value in the
-// resolved scenario (besim validate --print, every result's
-// resolved_scenario), and NICConfig overlays what the file sets onto the
-// model's Config. Package scenarios imports no model, so this package
-// registers ModelDefaults with it at init.
+// source (rnic.DefaultConfig, dcqcn.DefaultConfig and ConnectXConfig,
+// tcpsim.DefaultConfig); the tables below bind each scenario key to the
+// Config field it sets, once, for both directions: ModelDefaults shows the
+// model's value in the resolved scenario (besim validate --print, every
+// result's resolved_scenario), and NICConfig and TCPConfig overlay what the
+// file sets onto the model's Config. The fabric values the format shares
+// with fabric.DefaultConfig, and the benchmark delays, are read from the
+// models in ModelDefaults (fabricDefaults) and mapped back by FabricConfig
+// and the benchmark drivers. Package scenarios imports no model, so this
+// package registers ModelDefaults with it at init.
 
 func init() { scenarios.SetModelDefaults(ModelDefaults) }
 
