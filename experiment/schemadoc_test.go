@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -12,11 +13,13 @@ import (
 )
 
 // schemaDefaults reads the default column of SCHEMA.md's tables in the
-// given sections: key path -> the default as written (the backquoted value).
-// A row of several keys ("`cpu.poll`, `cpu.poll_per_cqe`") pairs them with
-// as many backquoted defaults; cells that are prose (required, derived from
-// another key) are left out.
-func schemaDefaults(t *testing.T, sections ...string) map[string]string {
+// given sections (the first whose heading starts with col): key path -> the
+// default as written (the backquoted value). A row of several keys
+// ("`cpu.poll`, `cpu.poll_per_cqe`") pairs them with as many backquoted
+// defaults; a row of one key takes the first (the rest are sources, such as
+// a firmware parameter's name); cells that are prose (required, derived
+// from another key) are left out.
+func schemaDefaults(t *testing.T, col string, sections ...string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile("../scenarios/SCHEMA.md")
 	if err != nil {
@@ -47,7 +50,7 @@ func schemaDefaults(t *testing.T, sections ...string) map[string]string {
 		}
 		if cells[0] == "Key" {
 			for i, c := range cells {
-				if c == "Default" {
+				if strings.HasPrefix(c, col) && defCol < 0 {
 					defCol = i
 				}
 			}
@@ -62,6 +65,9 @@ func schemaDefaults(t *testing.T, sections ...string) map[string]string {
 		}
 		for _, m := range code.FindAllStringSubmatch(cells[defCol], -1) {
 			defs = append(defs, m[1])
+		}
+		if len(keys) == 1 && len(defs) > 1 {
+			defs = defs[:1]
 		}
 		if len(keys) == 0 || len(keys) != len(defs) || strings.Contains(cells[defCol], "**required**") {
 			continue
@@ -96,25 +102,20 @@ func lookup(m map[string]any, path string) (string, bool) {
 
 // TestSchemaDefaultsAreTheModels: every default SCHEMA.md states for the
 // fabric, hosts, rnic and dcqcn keys is the value the loader fills in
-// (besim validate --print). For rnic and dcqcn, TestDefaultsAgree ties those
-// values to rnic.DefaultConfig and dcqcn.DefaultConfig, so the documented
-// defaults are the models': a model default changed (or dropped) fails
-// TestDefaultsAgree, and SCHEMA.md left behind fails this test. (The
-// fabric section's defaults are the scenario format's own choices, not
-// fabric.DefaultConfig's: strict priority rather than DWRR, egress alpha
-// 1/8 rather than 1, uplinks at the host rate rather than 100 Gbps.)
+// (besim validate --print), and for dcqcn's connectx column the value it
+// fills in with dcqcn.profile: connectx. The rnic and dcqcn values come
+// from the models' Configs (ModelDefaults; TestModelConfigsHaveEveryDefault
+// fails when a Config loses one), so SCHEMA.md is tested against the
+// models: a model default changed leaves SCHEMA.md behind and fails here.
+// The fabric defaults the format shares with fabric.DefaultConfig come
+// from it too (TestFabricDefaultsAreTheModel); the others are the format's
+// own choices: strict priority rather than DWRR, egress alpha 1/8 rather
+// than 1, uplinks at the host rate rather than 100 Gbps, the XON offset two
+// MTUs rather than 3 KiB, watchdog restore 100 ms rather than 200 ms.
 func TestSchemaDefaultsAreTheModels(t *testing.T) {
-	s := parse(t, "d", "name: d\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}, priorities: [{prio: 3, lossless: true}], pfc: {watchdog: {}}}\nhosts: {nic: rnic}\nrnic: {cc: dcqcn}\nflows: [{src: 0, dst: 1, prio: 3}]\n")
-	text, err := s.YAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resolved map[string]any
-	if err := yaml.Unmarshal(text, &resolved); err != nil {
-		t.Fatal(err)
-	}
-	docs := schemaDefaults(t, "fabric.links", "fabric.switch", "fabric.pfc", "hosts", "rnic", "dcqcn")
-	if len(docs) < 40 {
+	const text = "name: d\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}, priorities: [{prio: 3, lossless: true}], pfc: {watchdog: {}}}\nhosts: {nic: rnic}\nrnic: {cc: dcqcn}\nflows: [{src: 0, dst: 1, prio: 3}]\n"
+	docs := schemaDefaults(t, "Default", "fabric.links", "fabric.switch", "fabric.pfc", "hosts", "rnic", "dcqcn")
+	if len(docs) < 50 {
 		t.Fatalf("only %d defaults read from SCHEMA.md: %v", len(docs), docs)
 	}
 	// Defaults that are another key's value, or apply only to a setting
@@ -125,6 +126,30 @@ func TestSchemaDefaultsAreTheModels(t *testing.T) {
 		"fabric.switch.dwrr_weights": "dwrr only",
 		"hosts.nic":                  "set to rnic above",
 		"rnic.cc":                    "set to dcqcn above",
+		"dcqcn.profile":              "empty means dcqcn-paper",
+	}
+	checkSchemaDocs(t, parse(t, "d", text), docs, notHere, dcqcnProfile(nil, 25e9))
+
+	cx := schemaDefaults(t, "Default (`connectx`", "dcqcn")
+	if len(cx) < len(dcqcnKnobs) {
+		t.Fatalf("only %d connectx defaults read from SCHEMA.md: %v", len(cx), cx)
+	}
+	s := parse(t, "d", strings.Replace(text, "rnic: {cc: dcqcn}", "rnic: {cc: dcqcn}\ndcqcn: {profile: connectx}", 1))
+	checkSchemaDocs(t, s, cx, nil, dcqcnProfile(s.DCQCN, 25e9))
+}
+
+// checkSchemaDocs compares the defaults docs states with what the resolved
+// scenario s shows; a dcqcn knob left out of it (a zero model value, which
+// prints absent) is compared with the model's value in m.
+func checkSchemaDocs(t *testing.T, s *scenarios.Scenario, docs, notHere map[string]string, m dcqcnModel) {
+	t.Helper()
+	text, err := s.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resolved map[string]any
+	if err := yaml.Unmarshal(text, &resolved); err != nil {
+		t.Fatal(err)
 	}
 	for key, doc := range docs {
 		if _, skip := notHere[key]; skip {
@@ -133,6 +158,13 @@ func TestSchemaDefaultsAreTheModels(t *testing.T) {
 		got, ok := lookup(resolved, key)
 		if !ok && doc == "0" {
 			continue // a zero is left out of the printed scenario
+		}
+		if !ok {
+			for _, k := range dcqcnKnobs {
+				if "dcqcn."+k.key == key && k.isZero(&m) {
+					got, ok = fmt.Sprint(k.value(&m)), true
+				}
+			}
 		}
 		if !ok {
 			t.Errorf("SCHEMA.md gives %s a default (%s) but the resolved scenario has no such value", key, doc)

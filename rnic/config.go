@@ -5,6 +5,7 @@ import (
 	"github.com/besim/besim/units"
 
 	"github.com/besim/besim/dcqcn"
+	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/verbs"
 )
@@ -22,7 +23,7 @@ const (
 // says which are assumptions.
 const (
 	DefaultPortMTU     = verbs.MTU(4096)
-	DefaultTrafficPrio = 3 // fabric.DefaultLosslessPrio
+	DefaultTrafficPrio = fabric.DefaultLosslessPrio // RoCE's lossless class
 	DefaultCNPPrio     = 6
 	DefaultAckReqEvery = 16
 	DefaultRxBuffer    = 512 << 10

@@ -52,6 +52,12 @@ type wireEnd struct {
 	bytes  uint64
 }
 
+// DefaultWireDelay is the one-way delay of the cable between two NICs back
+// to back (the perftest, msgrate and mrcache testbeds; benchmark.delay of
+// perftest). Assumption: a short direct-attach cable plus PHY and MAC
+// latency on both ends, about 1 us.
+const DefaultWireDelay = sim.Microsecond
+
 // NewWire returns a cable of rate bits/s and one-way delay; pool is the
 // simulation's packet pool (a new one if nil).
 func NewWire(k *sim.Kernel, pool *fabric.Pool, rate int64, delay sim.Time) *Wire {

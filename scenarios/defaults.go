@@ -8,90 +8,44 @@ import (
 	"github.com/besim/besim/sim"
 )
 
-// The defaults, all in one place (SCHEMA.md lists the same table). A field
-// whose Go zero value is not meaningful ("rate: 0bps") takes the default
-// when it is zero, i.e. absent; an explicit zero in a file is an error, so a
-// default never replaces something the user wrote. Booleans whose default
-// is true are pointers for the same reason.
+// The scenario format's own defaults, all in one place (SCHEMA.md lists
+// them with the models'); a model's knobs take the model's default through
+// ModelDefaults (knobs.go) and are not repeated here. A field whose Go zero
+// value is not meaningful ("rate: 0bps") takes the default when it is
+// zero, i.e. absent; an explicit zero in a file is an error, so a default
+// never replaces something the user wrote. Booleans whose default is true
+// are pointers for the same reason.
 const (
-	defaultLinkRate        Rate = 25 * units.Gbps
-	defaultLinkDelay            = Duration(sim.Microsecond)
-	defaultBuffer               = 12 * MiB
-	defaultScheduler            = Strict
-	defaultDWRRWeight           = 1
-	defaultPFCQuanta            = 65535
-	defaultWatchdogDetect       = Duration(100 * sim.Millisecond)
-	defaultWatchdogRestore      = Duration(100 * sim.Millisecond)
-	defaultECNPmax              = Fraction(0.01)
-	defaultMTU                  = 1024 * Byte
-	defaultXONOffsetMTUs        = 2 // xon_offset = 2 x hosts.mtu
-	defaultSampleInterval       = Duration(10 * sim.Microsecond)
-	defaultFlowCount            = 1
-	defaultOutputRoot           = "out"
+	defaultScheduler       = Strict
+	defaultDWRRWeight      = 1
+	defaultWatchdogRestore = Duration(100 * sim.Millisecond)
+	defaultXONOffsetMTUs   = 2 // xon_offset = 2 x hosts.mtu
+	defaultSampleInterval  = Duration(10 * sim.Microsecond)
+	defaultFlowCount       = 1
+	defaultOutputRoot      = "out"
 )
 
-var (
-	defaultSwitchAlpha = Ratio{1, 8}
-	defaultPFCAlpha    = Ratio{1, 8}
-)
+// The fabric format's own choices where they differ from fabric's model
+// (fabric.DefaultConfig: lossy egress alpha 1, DWRR, XON offset 3 KiB,
+// watchdog restore 200 ms): strict priority, egress alpha 1/8, the XON
+// offset two MTUs, restore 100 ms. The defaults both share (link rate
+// and delay, buffer, MTU, PFC alpha and quanta, ECN pmax, watchdog
+// detection) are the model's, through ModelDefaults.
+var defaultSwitchAlpha = Ratio{1, 8}
 
-// Simulated RNIC defaults: rnic.DefaultConfig (whose package doc gives the
-// source of each value). experiment's tests check that they agree.
+// The scenario layer's own defaults of the rnic section and the flows. The
+// simulated NIC's and DCQCN's knobs have their defaults in their models
+// (rnic.DefaultConfig, dcqcn.DefaultConfig and dcqcn.ConnectXConfig), not
+// here: see ModelDefaults.
 const (
-	defaultNIC                 = RawNIC
-	defaultCC                  = CCNone
-	defaultPayload             = SizesOnly
-	defaultWQECost             = Duration(130 * sim.Nanosecond)
-	defaultPacketCost          = Duration(5 * sim.Nanosecond)
-	defaultUnits               = 16
-	defaultCQECost             = Duration(20 * sim.Nanosecond)
-	defaultQPCacheEntries      = 1024
-	defaultRxBuffer            = 512 * KiB
-	defaultAckReqEvery         = 16
-	defaultCNPPrio             = 6
-	defaultPCIeBandwidth  Rate = 212 * units.Gbps
-	defaultPCIeRead            = Duration(500 * sim.Nanosecond)
-	defaultPCIeWrite           = Duration(250 * sim.Nanosecond)
-	defaultMMIO                = Duration(150 * sim.Nanosecond)
-	defaultLockFreeDB          = 64
-	defaultSharedDB            = 12
-	defaultPostSend            = Duration(40 * sim.Nanosecond)
-	defaultPostSendPerWQE      = Duration(20 * sim.Nanosecond)
-	defaultDoorbell            = Duration(150 * sim.Nanosecond)
-	defaultPostRecv            = Duration(20 * sim.Nanosecond)
-	defaultPostRecvPerWQE      = Duration(10 * sim.Nanosecond)
-	defaultPoll                = Duration(15 * sim.Nanosecond)
-	defaultPollPerCQE          = Duration(10 * sim.Nanosecond)
-	defaultLockAcquire         = Duration(10 * sim.Nanosecond)
-	defaultLockTransfer        = Duration(150 * sim.Nanosecond)
-	defaultRegMR               = Duration(5 * sim.Microsecond)
-	defaultRegMRPerPage        = Duration(250 * sim.Nanosecond)
+	defaultNIC     = RawNIC
+	defaultCC      = CCNone
+	defaultPayload = SizesOnly
 	// QP attributes the runner's application sets (those of perftest).
 	defaultQPTimeout   = 14 // 4.096 us x 2^14 = 67 ms
 	defaultRetryCnt    = 7
 	defaultRNRRetry    = 7
 	defaultMinRNRTimer = 12 // 0.64 ms
-
-	// DCQCN: dcqcn.DefaultConfig and dcqcn.DefaultCNPInterval.
-	defaultAlphaTimer        = Duration(55 * sim.Microsecond)
-	defaultRateTimer         = Duration(55 * sim.Microsecond)
-	defaultByteCounter       = 10 * MB
-	defaultFastRecovery      = 5
-	defaultAIRate       Rate = 5 * units.Mbps
-	defaultHAIRate      Rate = 50 * units.Mbps
-	defaultMinRate      Rate = 100 * units.Mbps
-	defaultCNPInterval       = Duration(50 * sim.Microsecond)
-
-	// DCQCN profile connectx: dcqcn.ConnectXConfig and
-	// dcqcn.ConnectXCNPInterval (ConnectX firmware defaults; the sources
-	// are in package dcqcn).
-	cxAlphaTimer          = Duration(sim.Microsecond)       // dce_tcp_rtt
-	cxRateTimer           = Duration(300 * sim.Microsecond) // rpg_time_reset
-	cxByteCounter         = Size(32767)                     // rpg_byte_reset
-	cxFastRecovery        = 1                               // rpg_threshold
-	cxMinRate        Rate = units.Mbps                      // rpg_min_rate
-	cxCNPInterval         = Duration(2 * sim.Microsecond)   // min_time_between_cnps
-	cxDecreasePeriod      = Duration(4 * sim.Microsecond)   // rate_reduce_monitor_period
 
 	// rc and ud flows.
 	defaultRCMessage = 64 * KiB // perftest's default message size
@@ -105,7 +59,6 @@ const (
 	defaultPerfTxDepth         = 128
 	defaultPerfRxDepth         = 512
 	defaultPerfCQMod           = 100
-	defaultPerfDelay           = Duration(sim.Microsecond)
 	defaultMsgWarmup           = Duration(500 * sim.Microsecond)
 	defaultMsgDuration         = Duration(sim.Millisecond)
 	defaultMsgThreads          = 8
@@ -117,7 +70,6 @@ const (
 	defaultMsgJitter           = Fraction(0.5)
 	defaultFragMessage         = MiB
 	defaultFragDepth           = 8
-	defaultTestbedDelay        = Duration(250 * sim.Nanosecond) // two hosts on one ToR (simhost.DefaultTestbedLinkDelay)
 	defaultHOLWarmup           = Duration(2 * sim.Millisecond)
 	defaultHOLDuration         = Duration(20 * sim.Millisecond)
 	defaultHOLRate        Rate = 25 * units.Gbps
@@ -152,13 +104,9 @@ var (
 )
 
 var (
-	defaultDCQCNG       = Ratio{1, 256}
-	defaultInitialAlpha = Ratio{1, 1}
-	cxG                 = Ratio{5, 1024}    // dce_tcp_g 1019: alpha keeps 1019/1024 per period
-	cxInitialAlpha      = Ratio{1023, 1024} // initial_alpha_value
-	defaultPerfTrans    = []Transport{RC, UD}
-	defaultMsgQPs       = []int{8, 16, 32, 64, 128, 256, 512}
-	defaultMsgTDs       = []bool{false, true}
+	defaultPerfTrans = []Transport{RC, UD}
+	defaultMsgQPs    = []int{8, 16, 32, 64, 128, 256, 512}
+	defaultMsgTDs    = []bool{false, true}
 )
 
 // defaulter fills zero fields, refusing explicit zeros.
@@ -223,16 +171,17 @@ func (s *Scenario) ApplyDefaults() error {
 		d.workloadEarly()
 	}
 	f := &s.Fabric
-	def(d, "fabric.links.rate", &f.Links.Rate, defaultLinkRate)
-	def(d, "fabric.links.delay", &f.Links.Delay, defaultLinkDelay)
-	def(d, "fabric.links.host_rate", &f.Links.HostRate, f.Links.Rate)
-	if f.Topology.Kind == LeafSpine || f.Topology.Kind == FatTree {
-		def(d, "fabric.links.uplink_rate", &f.Links.UplinkRate, f.Links.Rate)
+	d.overlay("fabric.links", &f.Links, d.models().Links) // rate, delay
+	if f.Links.Rate != 0 {
+		def(d, "fabric.links.host_rate", &f.Links.HostRate, f.Links.Rate)
+		if f.Topology.Kind == LeafSpine || f.Topology.Kind == FatTree {
+			def(d, "fabric.links.uplink_rate", &f.Links.UplinkRate, f.Links.Rate)
+		}
 	}
 
-	def(d, "fabric.switch.buffer", &f.Switch.Buffer, defaultBuffer)
 	def(d, "fabric.switch.alpha", &f.Switch.Alpha, defaultSwitchAlpha)
 	def(d, "fabric.switch.scheduler", &f.Switch.Scheduler, defaultScheduler)
+	d.overlay("fabric.switch", &f.Switch, d.models().Switch) // buffer
 	if f.Switch.Scheduler == DWRR && len(f.Switch.DWRRWeights) == 0 {
 		if d.s.present("fabric.switch.dwrr_weights") {
 			d.errs.add(s.Errorf("fabric.switch.dwrr_weights", "empty list (give 8 weights, one per priority, or omit the key for all %d)", defaultDWRRWeight))
@@ -244,8 +193,8 @@ func (s *Scenario) ApplyDefaults() error {
 		}
 	}
 
-	def(d, "hosts.mtu", &s.Hosts.MTU, defaultMTU)
 	def(d, "hosts.nic", &s.Hosts.NIC, defaultNIC)
+	d.overlay("hosts", &s.Hosts, d.models().Hosts) // mtu
 
 	if len(f.Priorities) == 0 {
 		if s.present("fabric.priorities") {
@@ -254,6 +203,7 @@ func (s *Scenario) ApplyDefaults() error {
 			f.Priorities = []Priority{{Prio: 0}}
 		}
 	}
+	m := d.models()
 	for i := range f.Priorities {
 		p := &f.Priorities[i]
 		path := idx("fabric.priorities", i)
@@ -263,8 +213,8 @@ func (s *Scenario) ApplyDefaults() error {
 		if p.PFC != nil && p.Lossless {
 			pp, pfcPath := p.PFC, path+".pfc"
 			def(d, pfcPath+".xoff", &pp.XOFF, Threshold{Dynamic: true})
-			if pp.XOFF.Dynamic {
-				def(d, pfcPath+".alpha", &pp.Alpha, defaultPFCAlpha)
+			if pp.XOFF.Dynamic && m.PriorityPFC != nil {
+				d.overlay(pfcPath, pp, &PriorityPFC{Alpha: m.PriorityPFC.Alpha}) // alpha
 			}
 			if pp.XON == 0 && !s.present(pfcPath+".xon") {
 				def(d, pfcPath+".xon_offset", &pp.XONOffset, defaultXONOffsetMTUs*s.Hosts.MTU)
@@ -274,17 +224,17 @@ func (s *Scenario) ApplyDefaults() error {
 			def(d, pfcPath+".headroom", &pp.Headroom, AutoSize{Auto: true})
 		}
 		if p.ECN != nil {
-			def(d, path+".ecn.pmax", &p.ECN.Pmax, defaultECNPmax)
+			d.overlay(path+".ecn", p.ECN, m.ECN) // pmax
 		}
 	}
 
 	pfc := &f.PFC
 	defBool(&pfc.Enabled, true)
 	if *pfc.Enabled {
-		def(d, "fabric.pfc.quanta", &pfc.Quanta, defaultPFCQuanta)
+		d.overlay("fabric.pfc", pfc, m.PFC) // quanta
 		def(d, "fabric.pfc.refresh", &pfc.Refresh, AutoDuration{Auto: true})
 		if pfc.Watchdog != nil {
-			def(d, "fabric.pfc.watchdog.detect", &pfc.Watchdog.Detect, defaultWatchdogDetect)
+			d.overlay("fabric.pfc.watchdog", pfc.Watchdog, m.Watchdog) // detect
 			def(d, "fabric.pfc.watchdog.restore", &pfc.Watchdog.Restore, defaultWatchdogRestore)
 		}
 	}
@@ -333,7 +283,8 @@ func (d *defaulter) outputs() {
 }
 
 // rnic fills the NIC model (creating the section if it was left out) and,
-// with DCQCN, its parameters.
+// with DCQCN, its parameters: the scenario layer's own keys here, the
+// model's knobs from ModelDefaults.
 func (d *defaulter) rnic() {
 	s := d.s
 	if s.RNIC == nil {
@@ -342,32 +293,6 @@ func (d *defaulter) rnic() {
 	r := s.RNIC
 	def(d, "rnic.cc", &r.CC, defaultCC)
 	def(d, "rnic.payload", &r.Payload, defaultPayload)
-	defPtr(&r.WQECost, defaultWQECost)
-	defPtr(&r.PacketCost, defaultPacketCost)
-	def(d, "rnic.units", &r.Units, defaultUnits)
-	defPtr(&r.CQECost, defaultCQECost)
-	def(d, "rnic.qp_cache_entries", &r.QPCacheEntries, defaultQPCacheEntries)
-	def(d, "rnic.rx_buffer", &r.RxBuffer, defaultRxBuffer)
-	def(d, "rnic.ack_req_every", &r.AckReqEvery, defaultAckReqEvery)
-	defPtr(&r.CNPPrio, defaultCNPPrio)
-	def(d, "rnic.pcie.bandwidth", &r.PCIe.Bandwidth, defaultPCIeBandwidth)
-	defPtr(&r.PCIe.ReadLatency, defaultPCIeRead)
-	defPtr(&r.PCIe.WriteLatency, defaultPCIeWrite)
-	defPtr(&r.PCIe.MMIOLatency, defaultMMIO)
-	defPtr(&r.Doorbells.LockFree, defaultLockFreeDB)
-	def(d, "rnic.doorbells.shared", &r.Doorbells.Shared, defaultSharedDB)
-	c := &r.CPU
-	defPtr(&c.PostSend, defaultPostSend)
-	defPtr(&c.PostSendPerWQE, defaultPostSendPerWQE)
-	defPtr(&c.Doorbell, defaultDoorbell)
-	defPtr(&c.PostRecv, defaultPostRecv)
-	defPtr(&c.PostRecvPerWQE, defaultPostRecvPerWQE)
-	defPtr(&c.Poll, defaultPoll)
-	defPtr(&c.PollPerCQE, defaultPollPerCQE)
-	defPtr(&c.LockAcquire, defaultLockAcquire)
-	defPtr(&c.LockTransfer, defaultLockTransfer)
-	defPtr(&c.RegMR, defaultRegMR)
-	defPtr(&c.RegMRPerPage, defaultRegMRPerPage)
 	if s.Benchmark == nil {
 		q := &r.QP
 		defPtr(&q.Timeout, defaultQPTimeout)
@@ -375,50 +300,17 @@ func (d *defaulter) rnic() {
 		defPtr(&q.RNRRetry, defaultRNRRetry)
 		defPtr(&q.MinRNRTimer, defaultMinRNRTimer)
 	}
-
-	if r.CC != CCDCQCN {
-		return
-	}
-	if s.DCQCN == nil {
+	if r.CC == CCDCQCN && s.DCQCN == nil {
 		s.DCQCN = &DCQCN{}
 	}
-	c2 := s.DCQCN
-	// Profile, alpha_update and target_clamp stay empty for the paper's
-	// profile (empty means it), so that resolved scenarios print as before
-	// these keys existed.
-	minRate := defaultMinRate
-	if c2.Profile == ProfileConnectX {
-		minRate = cxMinRate
+	m := d.models()
+	d.overlay("rnic", r, m.RNIC)
+	if r.CC == CCDCQCN {
+		// Profile, alpha_update and target_clamp stay empty for the
+		// paper's profile (empty means it), so that resolved scenarios
+		// print as before these keys existed.
+		d.overlay("dcqcn", s.DCQCN, m.DCQCN)
 	}
-	if hr := s.Fabric.Links.HostRate; hr > 0 && hr < minRate && s.Benchmark == nil {
-		minRate = hr
-	}
-	if c2.Profile == ProfileConnectX {
-		def(d, "dcqcn.g", &c2.G, cxG)
-		def(d, "dcqcn.initial_alpha", &c2.InitialAlpha, cxInitialAlpha)
-		def(d, "dcqcn.alpha_timer", &c2.AlphaTimer, cxAlphaTimer)
-		def(d, "dcqcn.rate_timer", &c2.RateTimer, cxRateTimer)
-		def(d, "dcqcn.byte_counter", &c2.ByteCounter, cxByteCounter)
-		defPtr(&c2.FastRecovery, cxFastRecovery)
-		def(d, "dcqcn.ai_rate", &c2.AIRate, defaultAIRate)    // rpg_ai_rate, as the paper's
-		def(d, "dcqcn.hai_rate", &c2.HAIRate, defaultHAIRate) // rpg_hai_rate, as the paper's
-		def(d, "dcqcn.min_rate", &c2.MinRate, minRate)
-		defPtr(&c2.CNPInterval, cxCNPInterval)
-		defPtr(&c2.DecreasePeriod, cxDecreasePeriod)
-		def(d, "dcqcn.alpha_update", &c2.AlphaUpdate, AlphaPerPeriod)
-		def(d, "dcqcn.target_clamp", &c2.TargetClamp, ClampAfterTimer)
-		return
-	}
-	def(d, "dcqcn.g", &c2.G, defaultDCQCNG)
-	def(d, "dcqcn.initial_alpha", &c2.InitialAlpha, defaultInitialAlpha)
-	def(d, "dcqcn.alpha_timer", &c2.AlphaTimer, defaultAlphaTimer)
-	def(d, "dcqcn.rate_timer", &c2.RateTimer, defaultRateTimer)
-	def(d, "dcqcn.byte_counter", &c2.ByteCounter, defaultByteCounter)
-	defPtr(&c2.FastRecovery, defaultFastRecovery)
-	def(d, "dcqcn.ai_rate", &c2.AIRate, defaultAIRate)
-	def(d, "dcqcn.hai_rate", &c2.HAIRate, defaultHAIRate)
-	def(d, "dcqcn.min_rate", &c2.MinRate, minRate)
-	defPtr(&c2.CNPInterval, defaultCNPInterval)
 }
 
 // benchmark fills the benchmark section and the duration (the measured
@@ -436,7 +328,7 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.tx_depth", &b.TxDepth, defaultPerfTxDepth)
 		def(d, "benchmark.rx_depth", &b.RxDepth, defaultPerfRxDepth)
 		def(d, "benchmark.cq_mod", &b.CQMod, min(defaultPerfCQMod, max(b.TxDepth, 1)))
-		def(d, "benchmark.delay", &b.Delay, defaultPerfDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().WireDelay)
 	case MsgRate:
 		def(d, "duration", &s.Duration, defaultMsgDuration)
 		def(d, "benchmark.warmup", &b.Warmup, defaultMsgWarmup)
@@ -451,7 +343,7 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.rate", &b.Rate, defaultMsgRate)
 		def(d, "benchmark.depth", &b.Depth, defaultMsgDepth)
 		if b.Through == ThroughCore {
-			def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+			knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 		} else {
 			def(d, "benchmark.signal_every", &b.SignalEvery, min(defaultMsgSignalEvery, max(b.Depth, 1)))
 		}
@@ -478,7 +370,7 @@ func (d *defaulter) benchmark() {
 			def(d, "benchmark.warmup", &b.Warmup, Duration(20*msg))
 		}
 		def(d, "benchmark.depth", &b.Depth, defaultFragDepth)
-		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 	case PingPong:
 		def(d, "duration", &s.Duration, defaultPingDuration)
 		def(d, "benchmark.warmup", &b.Warmup, defaultPingWarmup)
@@ -486,7 +378,7 @@ func (d *defaulter) benchmark() {
 			b.Messages = append([]Size(nil), defaultPingMessages...)
 		}
 		def(d, "benchmark.response", &b.Response, defaultPingResponse)
-		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 	case Peak:
 		def(d, "duration", &s.Duration, defaultPeakDuration)
 		def(d, "benchmark.warmup", &b.Warmup, defaultPeakWarmup)
@@ -499,12 +391,12 @@ func (d *defaulter) benchmark() {
 		def(d, "benchmark.message", &b.Message, defaultFragMessage)
 		def(d, "benchmark.depth", &b.Depth, defaultFragDepth)
 		def(d, "benchmark.fragment", &b.Fragment, defaultPeakFragment)
-		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 	case HOL:
 		def(d, "duration", &s.Duration, defaultHOLDuration)
 		def(d, "benchmark.warmup", &b.Warmup, defaultHOLWarmup)
 		def(d, "benchmark.rate", &b.Rate, defaultHOLRate)
-		def(d, "benchmark.delay", &b.Delay, defaultTestbedDelay)
+		knob(d, "benchmark.delay", &b.Delay, d.models().TestbedDelay)
 		if len(b.LargeFlows) == 0 && !s.present("benchmark.large_flows") {
 			b.LargeFlows = append([]int(nil), defaultLargeFlows...)
 		}

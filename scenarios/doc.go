@@ -20,14 +20,20 @@
 // FIELD a path such as fabric.links.rate or flows[1].src; Validate's
 // semantic errors (kmin > kmax, xon > xoff, a lossless class without PFC, a
 // host out of range, a flow to itself, ...) are positioned the same way.
-// Defaults live in one function, ApplyDefaults; a zero written in the file
-// where zero is meaningless is an error, never silently the default.
+// Defaults are applied in one function, ApplyDefaults; a zero written in
+// the file where zero is meaningless is an error, never silently the
+// default.
 //
 // Sections: fabric, hosts (hosts.nic: raw or rnic), rnic (the simulated
 // NIC's resource and cost model), dcqcn, flows (transport raw, rc or ud),
-// benchmark (perftest or msgrate instead of a fabric), outputs. The rnic and
-// dcqcn defaults repeat rnic.DefaultConfig and dcqcn.DefaultConfig, since
-// this package imports neither; package experiment's tests keep them equal.
+// benchmark (perftest or msgrate instead of a fabric), outputs. The rnic,
+// dcqcn and workload.tcp knobs, and the fabric defaults the format shares
+// with package fabric, are declared once, with their defaults, in their
+// models (rnic.DefaultConfig, dcqcn.DefaultConfig and ConnectXConfig,
+// tcpsim.DefaultConfig, fabric.DefaultConfig); this package imports no
+// model, so ApplyDefaults overlays the file on the values of a registered
+// ModelDefaults (package experiment registers one; berun, which drives
+// real NICs, links none and leaves them unset).
 //
 // Every key, its unit, default and allowed values: scenarios/SCHEMA.md. The
 // embedded scenarios are scenarios/builtin/*.yaml (see List; Default is the

@@ -72,13 +72,13 @@ func TestParseErrors(t *testing.T) {
 		{"negative rate", "rate: 25Gbps", "rate: -25Gbps",
 			`t.yaml:6: fabric.links.rate: "-25Gbps" is not a rate: negative values are not allowed (use e.g. 25Gbps, 100Mbps; units: bps, Kbps, Mbps, Gbps, Tbps)`},
 		{"zero rate", "rate: 25Gbps", "rate: 0Gbps",
-			`t.yaml:6: fabric.links.rate: 0bps is not allowed (omit the key for the default, 25Gbps)`},
+			`t.yaml:6: fabric.links.rate: 0bps is not allowed (must be > 0)`},
 		{"duration without unit", "delay: 1us", "delay: 1",
 			`t.yaml:7: fabric.links.delay: "1" is not a duration: missing unit (use e.g. 10us, 1.5ms, 2s; units: ps, ns, us, ms, s)`},
 		{"ambiguous size", "buffer: 1MiB", "buffer: 1M",
 			`t.yaml:8: fabric.switch.buffer: "1M" is not a size: unit "M" is ambiguous; write MB (powers of 1000) or MiB (powers of 1024) (use e.g. 4KiB = 4096 bytes, 4KB = 4000 bytes, 1500 = 1500 bytes; units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)`},
 		{"zero size", "buffer: 1MiB", "buffer: 0",
-			`t.yaml:8: fabric.switch.buffer: 0B is not allowed (omit the key for the default, 12MiB)`},
+			`t.yaml:8: fabric.switch.buffer: 0B is not allowed (must be > 0)`},
 		{"negative size", "kmin: 5KB", "kmin: -5KB",
 			`t.yaml:13: fabric.priorities[0].ecn.kmin: "-5KB" is not a size: negative values are not allowed (use e.g. 4KiB = 4096 bytes, 4KB = 4000 bytes, 1500 = 1500 bytes; units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)`},
 		{"zero kmin", "kmin: 5KB", "kmin: 0",
@@ -90,7 +90,7 @@ func TestParseErrors(t *testing.T) {
 		{"pmax above 1", "pmax: 1%", "pmax: 2",
 			`t.yaml:13: fabric.priorities[0].ecn.pmax: "2" is not a fraction: above 1 (for 2 percent write 2%) (use a percentage like 1% or a number from 0 to 1 like 0.01)`},
 		{"pmax zero", "pmax: 1%", "pmax: 0%",
-			`t.yaml:13: fabric.priorities[0].ecn.pmax: 0% is not allowed (omit the key for the default, 1%)`},
+			`t.yaml:13: fabric.priorities[0].ecn.pmax: 0% is out of range (allowed: above 0%, at most 100%)`},
 
 		// Impossible combinations.
 		{"kmin above kmax", "kmin: 5KB", "kmin: 300KB",
@@ -374,8 +374,23 @@ flows:
 	}
 }
 
-// TestDefaults checks the defaults and that a minimal file gets them.
+// testFabric registers, for one test, a fabric model of its own (scenarios
+// links none): the values a test's fabric derives from (host_rate from the
+// link rate, xon_offset from the MTU). The models' real values are tested
+// in package experiment.
+func testFabric(t *testing.T, rate Rate, mtu Size) {
+	t.Helper()
+	SetModelDefaults(func(*Scenario) ModelDefaults {
+		return ModelDefaults{Links: &Links{Rate: rate, Delay: 3}, Switch: &Switch{Buffer: 5 * MiB}, Hosts: &Hosts{MTU: mtu},
+			PriorityPFC: &PriorityPFC{Alpha: Ratio{1, 3}}, ECN: &ECN{Pmax: 0.25}, PFC: &PFC{Quanta: 77}, Watchdog: &Watchdog{Detect: 9}}
+	})
+	t.Cleanup(func() { SetModelDefaults(nil) })
+}
+
+// TestDefaults checks the defaults and that a minimal file gets them: the
+// format's own, and the fabric model's (here testFabric's) overlaid.
 func TestDefaults(t *testing.T) {
+	testFabric(t, 40*units.Gbps, 2*KiB)
 	text := "name: tiny\nduration: 1ms\nfabric: {topology: {kind: leaf-spine, leaves: 2, hosts_per_leaf: 2, spines: 1}, priorities: [{prio: 3, lossless: true}], pfc: {watchdog: {}}}\nflows: [{src: 0, dst: 3, prio: 3}]\n"
 	s, err := Parse("tiny.yaml", []byte(text))
 	if err != nil {
@@ -388,22 +403,22 @@ func TestDefaults(t *testing.T) {
 		got, want any
 	}{
 		{"version", s.Version, 1},
-		{"rate", f.Links.Rate, Rate(25 * units.Gbps)},
-		{"host_rate", f.Links.HostRate, Rate(25 * units.Gbps)},
-		{"uplink_rate", f.Links.UplinkRate, Rate(25 * units.Gbps)},
-		{"delay", f.Links.Delay.String(), "1us"},
-		{"buffer", f.Switch.Buffer, 12 * MiB},
+		{"rate", f.Links.Rate, Rate(40 * units.Gbps)},
+		{"host_rate", f.Links.HostRate, Rate(40 * units.Gbps)},
+		{"uplink_rate", f.Links.UplinkRate, Rate(40 * units.Gbps)},
+		{"delay", f.Links.Delay, Duration(3)},
+		{"buffer", f.Switch.Buffer, 5 * MiB},
 		{"alpha", f.Switch.Alpha, Ratio{1, 8}},
 		{"scheduler", f.Switch.Scheduler, Strict},
 		{"xoff", pp.XOFF, Threshold{Dynamic: true}},
-		{"pfc alpha", pp.Alpha, Ratio{1, 8}},
-		{"xon_offset", pp.XONOffset, 2 * KiB},
+		{"pfc alpha", pp.Alpha, Ratio{1, 3}},
+		{"xon_offset", pp.XONOffset, 4 * KiB},
 		{"headroom", pp.Headroom, AutoSize{Auto: true}},
 		{"pfc enabled", *f.PFC.Enabled, true},
-		{"quanta", f.PFC.Quanta, 65535},
+		{"quanta", f.PFC.Quanta, 77},
 		{"refresh", f.PFC.Refresh, AutoDuration{Auto: true}},
-		{"watchdog", f.PFC.Watchdog.Detect.String() + "/" + f.PFC.Watchdog.Restore.String(), "100ms/100ms"},
-		{"mtu", s.Hosts.MTU, 1024 * Byte},
+		{"watchdog", f.PFC.Watchdog.Detect.String() + "/" + f.PFC.Watchdog.Restore.String(), "9ps/100ms"},
+		{"mtu", s.Hosts.MTU, 2 * KiB},
 		{"flow name", s.Flows[0].Name, "flow0"},
 		{"flow rate", s.Flows[0].Rate, FlowRate{Line: true}},
 		{"flow count", s.Flows[0].Count, 1},
@@ -434,7 +449,7 @@ func TestBuiltInGo(t *testing.T) {
 	s := &Scenario{
 		Name:     "go",
 		Duration: Duration(1000000000),
-		Fabric:   Fabric{Topology: Topology{Kind: Star, Hosts: 3}},
+		Fabric:   Fabric{Topology: Topology{Kind: Star, Hosts: 3}, Links: Links{Rate: 25 * units.Gbps}},
 		Flows:    []Flow{{Src: HostSet{0}, Dst: HostSet{1, 2}}},
 	}
 	if err := s.ApplyDefaults(); err != nil {

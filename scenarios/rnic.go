@@ -8,9 +8,9 @@ import (
 // congestion control (dcqcn), the verbs transports of flows, and the
 // benchmark section. The runners (package experiment and the benchmark
 // packages under workloads/) map them onto rnic.Config, dcqcn.Config and
-// the perftest, msgrate, fragsize and hol configurations; this package does
-// not import those, so the default values are repeated in defaults.go and
-// a test in package experiment checks that they agree.
+// the perftest, msgrate, fragsize and hol configurations. This package does
+// not import the models: the rnic and dcqcn knobs' defaults are theirs,
+// overlaid through ModelDefaults (knobs.go), not repeated here.
 
 // NICModel is the endpoint model attached to every host.
 type NICModel string
@@ -180,19 +180,19 @@ type RNIC struct {
 	Payload PayloadMode `yaml:"payload"` // sizes-only | bytes
 
 	// NIC processing model.
-	WQECost        *Duration `yaml:"wqe_cost"`         // processing-unit time per send WQE, receive WQE consumed or READ served
-	PacketCost     *Duration `yaml:"packet_cost"`      // NIC-wide TX and RX pipeline time per packet (the packet-rate limit)
-	Units          int       `yaml:"units"`            // processing units; QP n runs on unit n mod units
-	CQECost        *Duration `yaml:"cqe_cost"`         // processing-unit time per CQE written
-	QPCacheEntries int       `yaml:"qp_cache_entries"` // QP context cache entries (LRU); a miss costs one pcie.read_latency
-	RxBuffer       Size      `yaml:"rx_buffer"`        // receive packet buffer; arrivals beyond it drop
-	AckReqEvery    int       `yaml:"ack_req_every"`    // ACK requested every N packets of long messages (and on each last one)
-	CNPPrio        *int      `yaml:"cnp_prio"`         // 802.1p priority of CNPs
+	WQECost        *Duration `yaml:"wqe_cost,omitempty"`         // processing-unit time per send WQE, receive WQE consumed or READ served
+	PacketCost     *Duration `yaml:"packet_cost,omitempty"`      // NIC-wide TX and RX pipeline time per packet (the packet-rate limit)
+	Units          int       `yaml:"units,omitempty"`            // processing units; QP n runs on unit n mod units
+	CQECost        *Duration `yaml:"cqe_cost,omitempty"`         // processing-unit time per CQE written
+	QPCacheEntries int       `yaml:"qp_cache_entries,omitempty"` // QP context cache entries (LRU); a miss costs one pcie.read_latency
+	RxBuffer       Size      `yaml:"rx_buffer,omitempty"`        // receive packet buffer; arrivals beyond it drop
+	AckReqEvery    int       `yaml:"ack_req_every,omitempty"`    // ACK requested every N packets of long messages (and on each last one)
+	CNPPrio        *int      `yaml:"cnp_prio,omitempty"`         // 802.1p priority of CNPs
 
-	PCIe      PCIe      `yaml:"pcie"`         // the host interface of the NIC
-	Doorbells Doorbells `yaml:"doorbells"`    // the doorbell registers per verbs context
-	CPU       RNICCPU   `yaml:"cpu"`          // CPU costs of provider calls, charged to the calling I/O thread
-	QP        QPAttrs   `yaml:"qp,omitempty"` // rc/ud flows only (benchmarks set their own)
+	PCIe      PCIe      `yaml:"pcie,omitempty"`      // the host interface of the NIC
+	Doorbells Doorbells `yaml:"doorbells,omitempty"` // the doorbell registers per verbs context
+	CPU       RNICCPU   `yaml:"cpu,omitempty"`       // CPU costs of provider calls, charged to the calling I/O thread
+	QP        QPAttrs   `yaml:"qp,omitempty"`        // rc/ud flows only (benchmarks set their own)
 	// MRCache turns on the NIC's memory translation caches (rnic
 	// Config.MPTCacheEntries and MTTCacheEntries); absent, they are not
 	// modelled (the default: their sizes are unpublished).
@@ -213,12 +213,12 @@ type MRCache struct {
 
 // PCIe is the host interface of the NIC.
 type PCIe struct {
-	Bandwidth Rate `yaml:"bandwidth"` // effective DMA bandwidth per direction
+	Bandwidth Rate `yaml:"bandwidth,omitempty"` // effective DMA bandwidth per direction
 	// ReadLatency is a DMA read round trip: WQE and first payload fetch of
 	// an idle QP, and the penalty of a QP context cache miss.
-	ReadLatency  *Duration `yaml:"read_latency"`
-	WriteLatency *Duration `yaml:"write_latency"` // posted write until visible in host memory
-	MMIOLatency  *Duration `yaml:"mmio_latency"`  // doorbell write from the CPU until the NIC sees it
+	ReadLatency  *Duration `yaml:"read_latency,omitempty"`
+	WriteLatency *Duration `yaml:"write_latency,omitempty"` // posted write until visible in host memory
+	MMIOLatency  *Duration `yaml:"mmio_latency,omitempty"`  // doorbell write from the CPU until the NIC sees it
 }
 
 // Doorbells are the provider's doorbell registers per verbs context (mlx5
@@ -226,24 +226,24 @@ type PCIe struct {
 // without a lock; later QPs share Shared registers under a spin lock,
 // across threads, unless they were created in a thread domain.
 type Doorbells struct {
-	LockFree *int `yaml:"lock_free"` // dedicated doorbell registers: the first N QPs get one each, rung without a lock
-	Shared   int  `yaml:"shared"`    // shared doorbell registers the later QPs share under a spin lock
+	LockFree *int `yaml:"lock_free,omitempty"` // dedicated doorbell registers: the first N QPs get one each, rung without a lock
+	Shared   int  `yaml:"shared,omitempty"`    // shared doorbell registers the later QPs share under a spin lock
 }
 
 // RNICCPU are the CPU costs of provider calls, charged to the I/O thread
 // that makes them.
 type RNICCPU struct {
-	PostSend       *Duration `yaml:"post_send"`         // ibv_post_send fixed part
-	PostSendPerWQE *Duration `yaml:"post_send_per_wqe"` // building one send WQE
-	Doorbell       *Duration `yaml:"doorbell"`          // doorbell record + BlueFlame write (under the bfreg lock)
-	PostRecv       *Duration `yaml:"post_recv"`         // ibv_post_recv fixed part
-	PostRecvPerWQE *Duration `yaml:"post_recv_per_wqe"` // one receive WQE
-	Poll           *Duration `yaml:"poll"`              // ibv_poll_cq fixed part
-	PollPerCQE     *Duration `yaml:"poll_per_cqe"`      // reading one CQE
-	LockAcquire    *Duration `yaml:"lock_acquire"`      // uncontended spin-lock acquire
-	LockTransfer   *Duration `yaml:"lock_transfer"`     // the lock's cache line moving from another core
-	RegMR          *Duration `yaml:"reg_mr"`            // ibv_reg_mr fixed cost
-	RegMRPerPage   *Duration `yaml:"reg_mr_per_page"`   // ibv_reg_mr cost per 4 KiB page
+	PostSend       *Duration `yaml:"post_send,omitempty"`         // ibv_post_send fixed part
+	PostSendPerWQE *Duration `yaml:"post_send_per_wqe,omitempty"` // building one send WQE
+	Doorbell       *Duration `yaml:"doorbell,omitempty"`          // doorbell record + BlueFlame write (under the bfreg lock)
+	PostRecv       *Duration `yaml:"post_recv,omitempty"`         // ibv_post_recv fixed part
+	PostRecvPerWQE *Duration `yaml:"post_recv_per_wqe,omitempty"` // one receive WQE
+	Poll           *Duration `yaml:"poll,omitempty"`              // ibv_poll_cq fixed part
+	PollPerCQE     *Duration `yaml:"poll_per_cqe,omitempty"`      // reading one CQE
+	LockAcquire    *Duration `yaml:"lock_acquire,omitempty"`      // uncontended spin-lock acquire
+	LockTransfer   *Duration `yaml:"lock_transfer,omitempty"`     // the lock's cache line moving from another core
+	RegMR          *Duration `yaml:"reg_mr,omitempty"`            // ibv_reg_mr fixed cost
+	RegMRPerPage   *Duration `yaml:"reg_mr_per_page,omitempty"`   // ibv_reg_mr cost per 4 KiB page
 }
 
 // QPAttrs are the RC QP attributes the runner's application sets (ibverbs
@@ -265,16 +265,16 @@ type DCQCN struct {
 	// (the DCQCN paper's parameters; default) or connectx (ConnectX firmware
 	// defaults, sources in package dcqcn).
 	Profile      DCQCNProfile `yaml:"profile,omitempty"`
-	G            Ratio        `yaml:"g"`             // alpha gain g
-	InitialAlpha Ratio        `yaml:"initial_alpha"` // alpha before the first CNP
-	AlphaTimer   Duration     `yaml:"alpha_timer"`   // K: alpha decays after each K without a CNP
-	RateTimer    Duration     `yaml:"rate_timer"`    // T: rate-increase timer
-	ByteCounter  Size         `yaml:"byte_counter"`  // B: rate increase every B bytes sent
-	FastRecovery *int         `yaml:"fast_recovery"` // F: fast-recovery stages before additive increase
-	AIRate       Rate         `yaml:"ai_rate"`       // R_AI: additive-increase step
-	HAIRate      Rate         `yaml:"hai_rate"`      // R_HAI: hyper-increase step
-	MinRate      Rate         `yaml:"min_rate"`      // floor of the current rate
-	CNPInterval  *Duration    `yaml:"cnp_interval"`  // N: at most one CNP per QP per interval (0: every marked packet)
+	G            Ratio        `yaml:"g,omitempty"`             // alpha gain g
+	InitialAlpha Ratio        `yaml:"initial_alpha,omitempty"` // alpha before the first CNP
+	AlphaTimer   Duration     `yaml:"alpha_timer,omitempty"`   // K: alpha decays after each K without a CNP
+	RateTimer    Duration     `yaml:"rate_timer,omitempty"`    // T: rate-increase timer
+	ByteCounter  Size         `yaml:"byte_counter,omitempty"`  // B: rate increase every B bytes sent
+	FastRecovery *int         `yaml:"fast_recovery,omitempty"` // F: fast-recovery stages before additive increase
+	AIRate       Rate         `yaml:"ai_rate,omitempty"`       // R_AI: additive-increase step
+	HAIRate      Rate         `yaml:"hai_rate,omitempty"`      // R_HAI: hyper-increase step
+	MinRate      Rate         `yaml:"min_rate,omitempty"`      // floor of the current rate
+	CNPInterval  *Duration    `yaml:"cnp_interval,omitempty"`  // N: at most one CNP per QP per interval (0: every marked packet)
 	// DecreasePeriod: at most one rate decrease per period (0: every CNP,
 	// the paper; ConnectX: rate_reduce_monitor_period 4us).
 	DecreasePeriod *Duration `yaml:"decrease_period,omitempty"`

@@ -52,6 +52,7 @@ func TestRNICIsValid(t *testing.T) {
 }
 
 func TestRNICErrors(t *testing.T) {
+	testFabric(t, 25*units.Gbps, KiB) // the host link rate and MTU of the cases
 	cases := []struct {
 		name     string
 		base     string // rnicYAML when empty
@@ -96,7 +97,7 @@ func TestRNICErrors(t *testing.T) {
 		{"depth too large", "", "depth: 16", "depth: 40000",
 			`r.yaml:16: flows[0].depth: 40000 is too large (at most 32768)`},
 		{"zero units", "", "wqe_cost: 130ns", "wqe_cost: 130ns\n  units: 0",
-			`r.yaml:11: rnic.units: 0 is not allowed (omit the key for the default, 16)`},
+			`r.yaml:11: rnic.units: 0 is not allowed (must be >= 1)`},
 		{"zero cost is allowed, negative is not", "", "wqe_cost: 130ns", "wqe_cost: -1ns",
 			`r.yaml:10: rnic.wqe_cost: "-1ns" is not a duration: negative values are not allowed (use e.g. 10us, 1.5ms, 2s; units: ps, ns, us, ms, s)`},
 		{"small rx buffer", "", "wqe_cost: 130ns", "wqe_cost: 130ns\n  rx_buffer: 1KB",
@@ -112,7 +113,7 @@ func TestRNICErrors(t *testing.T) {
 		{"initial alpha above 1", "", "g: 1/256", "g: 1/256\n  initial_alpha: 3/2",
 			`r.yaml:14: dcqcn.initial_alpha: 3/2 is out of range (allowed: 0 to 1)`},
 		{"zero rate timer", "", "g: 1/256", "g: 1/256\n  rate_timer: 0s",
-			`r.yaml:14: dcqcn.rate_timer: 0s is not allowed (omit the key for the default, 55us)`},
+			`r.yaml:14: dcqcn.rate_timer: 0s is not allowed (must be > 0)`},
 		{"min rate above link", "", "ai_rate: 5Mbps", "ai_rate: 5Mbps\n  min_rate: 40Gbps",
 			`r.yaml:15: dcqcn.min_rate: 40Gbps is above the link rate 25Gbps`},
 		{"warmup after end", "", "warmup: 1ms", "warmup: 3ms",
@@ -235,8 +236,11 @@ func TestRNICErrors(t *testing.T) {
 	}
 }
 
-// TestRNICDefaults: hosts.nic: rnic alone fills the rnic section with the
-// NIC model's defaults, and rc/ud flows get their message size and depth.
+// TestRNICDefaults: hosts.nic: rnic alone fills the rnic section's own
+// keys (cc, payload, the QP attributes), and rc/ud flows get their message
+// size and depth. The model knobs have no defaults here (this package links
+// no model, see TestModelDefaultsOverlay): they stay unset, print absent and
+// round-trip.
 func TestRNICDefaults(t *testing.T) {
 	s, err := Parse("d.yaml", []byte(`name: d
 duration: 1ms
@@ -258,25 +262,7 @@ flows:
 	}{
 		{"cc", r.CC, CCDCQCN},
 		{"payload", r.Payload, SizesOnly},
-		{"wqe_cost", r.WQECost.String(), "130ns"},
-		{"packet_cost", r.PacketCost.String(), "5ns"},
-		{"units", r.Units, 16},
-		{"qp_cache_entries", r.QPCacheEntries, 1024},
-		{"rx_buffer", r.RxBuffer, 512 * KiB},
-		{"pcie", r.PCIe.Bandwidth, Rate(212 * units.Gbps)},
-		{"read latency", r.PCIe.ReadLatency.String(), "500ns"},
-		{"lock free", *r.Doorbells.LockFree, 64},
-		{"shared", r.Doorbells.Shared, 12},
-		{"lock transfer", r.CPU.LockTransfer.String(), "150ns"},
 		{"qp timeout", *r.QP.Timeout, 14},
-		{"g", d.G, Ratio{1, 256}},
-		{"K", d.AlphaTimer.String(), "55us"},
-		{"B", d.ByteCounter, 10 * MB},
-		{"F", *d.FastRecovery, 5},
-		{"R_AI", d.AIRate, Rate(5 * units.Mbps)},
-		{"R_HAI", d.HAIRate, Rate(50 * units.Mbps)},
-		{"min", d.MinRate, Rate(100 * units.Mbps)},
-		{"N", d.CNPInterval.String(), "50us"},
 		{"rc transport", s.Flows[0].Transport, RC},
 		{"rc message", s.Flows[0].Message, 64 * KiB},
 		{"rc depth", s.Flows[0].Depth, 16},
@@ -285,6 +271,13 @@ flows:
 		{"ud depth", s.Flows[1].Depth, 128},
 		{"ud op", s.Flows[1].Op, Op("")},
 		{"send op", s.Flows[2].Op, OpSend},
+		// Model knobs: unset without the models.
+		{"wqe_cost", r.WQECost == nil, true},
+		{"units", r.Units, 0},
+		{"pcie", r.PCIe.Bandwidth, Rate(0)},
+		{"g", d != nil && d.G.IsZero(), true},
+		{"K", d.AlphaTimer, Duration(0)},
+		{"F", d.FastRecovery == nil, true},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -299,6 +292,9 @@ flows:
 		t.Errorf("ApplyDefaults is not idempotent: %v", err)
 	}
 	assertRoundTrip(t, s)
+	if y, _ := s.YAML(); strings.Contains(string(y), "wqe_cost") || strings.Contains(string(y), "alpha_timer") || strings.Contains(string(y), "null") {
+		t.Errorf("unresolved model knobs are printed:\n%s", y)
+	}
 
 	// Zero is a value for costs and counts whose zero means "free" or "none".
 	z, err := Parse("z.yaml", []byte("name: z\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}}\nhosts: {nic: rnic}\n"+
@@ -314,6 +310,58 @@ flows:
 	raw, err := Parse("w.yaml", []byte(strings.Replace(rawFlowYAML, "%s", "", 1)))
 	if err != nil || raw.RNIC != nil || raw.Hosts.NIC != RawNIC || raw.Flows[0].Transport != RawTransport {
 		t.Errorf("raw: %v %+v", err, raw)
+	}
+}
+
+// TestModelDefaultsOverlay: with a ModelDefaults registered (here a fake
+// one; experiment's gives the models'), ApplyDefaults fills each unset knob
+// with the model's value, keeps what the file set (an explicit zero of a
+// pointer knob too), leaves a knob whose model value is zero unset, and
+// reports an explicit zero of a plain knob naming the model's value.
+func TestModelDefaultsOverlay(t *testing.T) {
+	seven, five := Duration(7), 5
+	var asked *Scenario
+	SetModelDefaults(func(s *Scenario) ModelDefaults {
+		asked = s
+		return ModelDefaults{
+			RNIC:  &RNIC{WQECost: &seven, Units: 3, CNPPrio: &five, PCIe: PCIe{Bandwidth: 9}, CPU: RNICCPU{Poll: &seven}},
+			DCQCN: &DCQCN{G: Ratio{1, 4}, AlphaTimer: 11, FastRecovery: &five},
+		}
+	})
+	defer SetModelDefaults(nil)
+	if !HasModelDefaults() {
+		t.Fatal("HasModelDefaults after SetModelDefaults")
+	}
+	const head = "name: d\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}}\nhosts: {nic: rnic}\nflows: [{src: 0, dst: 1}]\n"
+	s, err := Parse("d.yaml", []byte(head+"rnic: {cc: dcqcn, units: 8, cpu: {poll: 0s}}\ndcqcn: {alpha_timer: 2us}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != s {
+		t.Error("ModelDefaults was not asked about the scenario being resolved")
+	}
+	r, d := s.RNIC, s.DCQCN
+	if *r.WQECost != seven || r.Units != 8 || *r.CNPPrio != 5 || r.PCIe.Bandwidth != 9 || *r.CPU.Poll != 0 {
+		t.Errorf("rnic overlay: %+v", r)
+	}
+	if r.CQECost != nil || r.QPCacheEntries != 0 || r.CPU.PostSend != nil {
+		t.Errorf("knobs the model leaves zero were filled: %+v", r)
+	}
+	if d.G != (Ratio{1, 4}) || d.AlphaTimer.String() != "2us" || *d.FastRecovery != 5 || d.RateTimer != 0 {
+		t.Errorf("dcqcn overlay: %+v", d)
+	}
+	assertRoundTrip(t, s)
+
+	_, err = Parse("z.yaml", []byte(head+"rnic: {units: 0}\n"))
+	if err == nil || !strings.Contains(err.Error(), "rnic.units: 0 is not allowed (omit the key for the default, 3)") {
+		t.Errorf("explicit zero: %v", err)
+	}
+
+	// A ModelDefaults without values leaves every knob unset; the scenario
+	// still validates.
+	SetModelDefaults(func(s *Scenario) ModelDefaults { return ModelDefaults{} })
+	if _, err := Parse("n.yaml", []byte(head+"rnic: {cc: dcqcn}\n")); err != nil {
+		t.Errorf("no model values: %v", err)
 	}
 }
 

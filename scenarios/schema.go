@@ -103,8 +103,8 @@ func (t Topology) HostCount() int {
 // host-switch links and UplinkRate to switch-switch links; both default to
 // Rate.
 type Links struct {
-	Rate       Rate     `yaml:"rate"`                  // rate of every link unless overridden
-	Delay      Duration `yaml:"delay"`                 // propagation delay of every link
+	Rate       Rate     `yaml:"rate,omitempty"`        // rate of every link unless overridden
+	Delay      Duration `yaml:"delay,omitempty"`       // propagation delay of every link
 	HostRate   Rate     `yaml:"host_rate,omitempty"`   // rate of host-to-switch links (default rate); also what a flow's rate: line means
 	UplinkRate Rate     `yaml:"uplink_rate,omitempty"` // leaf-spine and fat-tree only
 }
@@ -127,7 +127,7 @@ func (s *Scheduler) UnmarshalYAML(n *yaml.Node) error {
 
 // Switch is the configuration shared by every switch.
 type Switch struct {
-	Buffer Size `yaml:"buffer"` // shared packet buffer per switch
+	Buffer Size `yaml:"buffer,omitempty"` // shared packet buffer per switch
 	// Alpha is the egress dynamic threshold: a queue may hold at most
 	// Alpha x (Buffer - total occupancy) bytes; lossy packets above it drop.
 	Alpha     Ratio     `yaml:"alpha"`
@@ -162,9 +162,9 @@ type PriorityPFC struct {
 // ECN is RED-style marking on an egress queue: no marks below Kmin, a
 // probability rising linearly to Pmax at Kmax, every packet above Kmax.
 type ECN struct {
-	Kmin Size     `yaml:"kmin"` // no marking below this egress queue depth
-	Kmax Size     `yaml:"kmax"` // every packet above this queue depth is marked; kmin <= kmax <= buffer
-	Pmax Fraction `yaml:"pmax"` // marking probability at kmax, rising linearly from 0 at kmin
+	Kmin Size     `yaml:"kmin"`           // no marking below this egress queue depth
+	Kmax Size     `yaml:"kmax"`           // every packet above this queue depth is marked; kmin <= kmax <= buffer
+	Pmax Fraction `yaml:"pmax,omitempty"` // marking probability at kmax, rising linearly from 0 at kmin
 }
 
 // PFC is the fabric-wide 802.1Qbb configuration.
@@ -218,14 +218,14 @@ func (p PFC) RefreshInterval(rate Rate) sim.Time {
 // Detect is declared stormed and its pauses are ignored (and its packets
 // dropped) until Restore has passed without pause.
 type Watchdog struct {
-	Detect  Duration `yaml:"detect"`  // a queue paused continuously this long is declared stormed
-	Restore Duration `yaml:"restore"` // how long a stormed queue ignores pauses before it honours them again
+	Detect  Duration `yaml:"detect,omitempty"` // a queue paused continuously this long is declared stormed
+	Restore Duration `yaml:"restore"`          // how long a stormed queue ignores pauses before it honours them again
 }
 
 // Hosts is the configuration shared by every host.
 type Hosts struct {
-	MTU Size     `yaml:"mtu"` // RoCE path MTU (payload bytes per packet): 256, 512, 1024, 2048 or 4096
-	NIC NICModel `yaml:"nic"` // raw (default) or rnic
+	MTU Size     `yaml:"mtu,omitempty"` // RoCE path MTU (payload bytes per packet): 256, 512, 1024, 2048 or 4096
+	NIC NICModel `yaml:"nic"`           // raw (default) or rnic
 }
 
 // Flow is a group of flows: one per (src, dst) pair of the cross product of

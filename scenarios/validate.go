@@ -189,14 +189,16 @@ func (v *validator) topology() int {
 func (v *validator) links() {
 	l := v.s.Fabric.Links
 	const p = "fabric.links"
+	// A knob left out is 0 without the models' defaults (berun): only
+	// what the file wrote is checked then.
 	positive := func(key string, r Rate) {
-		if r <= 0 {
+		if r < 0 || r == 0 && v.s.present(p+"."+key) {
 			v.bad(p+"."+key, "%s is not allowed (must be > 0)", r)
 		}
 	}
 	positive("rate", l.Rate)
 	positive("host_rate", l.HostRate)
-	if l.Delay <= 0 {
+	if l.Delay < 0 || l.Delay == 0 && v.s.present(p+".delay") {
 		v.bad(p+".delay", "%s is not allowed (must be > 0)", l.Delay)
 	}
 	switch v.s.Fabric.Topology.Kind {
@@ -212,7 +214,7 @@ func (v *validator) links() {
 func (v *validator) switchConfig() {
 	sw := v.s.Fabric.Switch
 	const p = "fabric.switch"
-	if sw.Buffer <= 0 {
+	if sw.Buffer < 0 || sw.Buffer == 0 && v.s.present(p+".buffer") {
 		v.bad(p+".buffer", "%s is not allowed (must be > 0)", sw.Buffer)
 	}
 	if sw.Alpha.Num <= 0 || sw.Alpha.Den <= 0 {
@@ -276,7 +278,7 @@ func (v *validator) priorityPFC(p string, pp PriorityPFC, buffer Size) {
 	x := pp.XOFF
 	switch {
 	case x.Dynamic:
-		if pp.Alpha.Num <= 0 || pp.Alpha.Den <= 0 {
+		if (!pp.Alpha.IsZero() || v.s.present(p+".alpha")) && (pp.Alpha.Num <= 0 || pp.Alpha.Den <= 0) {
 			v.bad(p+".alpha", "%s is not allowed (must be > 0, e.g. 1/8)", pp.Alpha)
 		}
 	case x.Size <= 0:
@@ -296,7 +298,9 @@ func (v *validator) priorityPFC(p string, pp PriorityPFC, buffer Size) {
 		v.bad(p+".xon", "%s is negative", pp.XON)
 	case pp.XONOffset < 0:
 		v.bad(p+".xon_offset", "%s is negative", pp.XONOffset)
-	case pp.XON == 0 && pp.XONOffset == 0:
+	case pp.XON == 0 && pp.XONOffset == 0 && v.s.Hosts.MTU != 0:
+		// (Without the models' defaults the MTU, and so the default
+		// offset, is unknown: nothing to check.)
 		v.bad(p+".xon_offset", "missing (set xon or xon_offset)")
 	case !x.Dynamic && x.Size > 0 && pp.XON > x.Size:
 		v.bad(p+".xon", "%s is above xoff %s (need xon <= xoff)", pp.XON, x.Size)
@@ -334,7 +338,7 @@ func (v *validator) ecn(p string, e ECN, buffer Size) {
 	if ok && buffer > 0 && e.Kmax > buffer {
 		v.bad(p+".kmax", "%s is above the switch buffer %s (the queue can never reach it)", e.Kmax, buffer)
 	}
-	if !(e.Pmax > 0 && e.Pmax <= 1) {
+	if (e.Pmax != 0 || v.s.present(p+".pmax")) && !(e.Pmax > 0 && e.Pmax <= 1) {
 		v.bad(p+".pmax", "%s is out of range (allowed: above 0%%, at most 100%%)", e.Pmax)
 	}
 }
@@ -354,7 +358,9 @@ func (v *validator) pfc() {
 		}
 		return
 	}
-	if pfc.Quanta < 1 || pfc.Quanta > 65535 {
+	if pfc.Quanta == 0 && !v.s.present(p+".quanta") {
+		// Left out without the models' defaults.
+	} else if pfc.Quanta < 1 || pfc.Quanta > 65535 {
 		v.bad(p+".quanta", "%d is out of range (allowed: 1 to 65535, in units of 512 bit times)", pfc.Quanta)
 	} else if !pfc.Refresh.Auto {
 		if pfc.Refresh.Duration <= 0 {
@@ -367,7 +373,7 @@ func (v *validator) pfc() {
 		}
 	}
 	if w := pfc.Watchdog; w != nil {
-		if w.Detect <= 0 {
+		if w.Detect < 0 || w.Detect == 0 && v.s.present(p+".watchdog.detect") {
 			v.bad(p+".watchdog.detect", "%s is not allowed (must be > 0)", w.Detect)
 		}
 		if w.Restore <= 0 {
@@ -383,7 +389,7 @@ func (v *validator) fastestLink() Rate {
 }
 
 func (v *validator) hostsConfig() {
-	if !validMTU(v.s.Hosts.MTU) {
+	if (v.s.Hosts.MTU != 0 || v.s.present("hosts.mtu")) && !validMTU(v.s.Hosts.MTU) {
 		v.bad("hosts.mtu", "%d is not a RoCE MTU (allowed: 256, 512, 1024, 2048, 4096)", int64(v.s.Hosts.MTU))
 	}
 	switch v.s.Hosts.NIC {

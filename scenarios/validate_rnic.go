@@ -47,6 +47,23 @@ func (v *validator) countRange(path string, val, lo, hi int) {
 	}
 }
 
+// knobRange checks a model knob whose zero is not a value. Without the
+// models' defaults (see ModelDefaults) a knob left out stays 0, which is
+// not checked; a 0 written in the file is.
+func (v *validator) knobRange(path string, val, lo, hi int) {
+	if val != 0 || v.s.present(path) {
+		v.countRange(path, val, lo, hi)
+	}
+}
+
+// knobPositive reports a model knob written as 0 (or below) where it must
+// be > 0; a knob left out (0 without the models' defaults) is not checked.
+func (v *validator) knobPositive(path string, isZero, negative bool, val any) {
+	if negative || isZero && v.s.present(path) {
+		v.bad(path, "%s is not allowed (must be > 0)", val)
+	}
+}
+
 func (v *validator) nonNegative(path string, d *Duration) {
 	if d != nil && *d < 0 {
 		v.bad(path, "%s is negative", *d)
@@ -88,9 +105,9 @@ func (v *validator) rnic() {
 	} {
 		v.nonNegative(p+"."+d.key, d.val)
 	}
-	v.countRange(p+".units", r.Units, 1, maxUnits)
-	v.countRange(p+".qp_cache_entries", r.QPCacheEntries, 1, maxCacheQPs)
-	v.countRange(p+".ack_req_every", r.AckReqEvery, 1, 1<<20)
+	v.knobRange(p+".units", r.Units, 1, maxUnits)
+	v.knobRange(p+".qp_cache_entries", r.QPCacheEntries, 1, maxCacheQPs)
+	v.knobRange(p+".ack_req_every", r.AckReqEvery, 1, 1<<20)
 	if m := r.MRCache; m != nil {
 		v.countRange(p+".mr_cache.mpt_entries", m.MPTEntries, 0, maxCacheQPs)
 		v.countRange(p+".mr_cache.mtt_entries", m.MTTEntries, 0, maxCacheQPs)
@@ -99,15 +116,13 @@ func (v *validator) rnic() {
 			v.bad(p+".mr_cache.page", "%s is not allowed (a power of two, 4KiB to 1GiB)", m.Page)
 		}
 	}
-	if r.RxBuffer < 4096 {
+	if (r.RxBuffer != 0 || s.present(p+".rx_buffer")) && r.RxBuffer < 4096 {
 		v.bad(p+".rx_buffer", "%s is too small (at least 4096 bytes)", r.RxBuffer)
 	}
 	v.intRange(p+".cnp_prio", r.CNPPrio, 0, 7, "")
-	if r.PCIe.Bandwidth <= 0 {
-		v.bad(p+".pcie.bandwidth", "%s is not allowed (must be > 0)", r.PCIe.Bandwidth)
-	}
+	v.knobPositive(p+".pcie.bandwidth", r.PCIe.Bandwidth == 0, r.PCIe.Bandwidth < 0, r.PCIe.Bandwidth)
 	v.intRange(p+".doorbells.lock_free", r.Doorbells.LockFree, 0, maxDoorbells, "")
-	v.countRange(p+".doorbells.shared", r.Doorbells.Shared, 1, maxDoorbells)
+	v.knobRange(p+".doorbells.shared", r.Doorbells.Shared, 1, maxDoorbells)
 	if s.Benchmark != nil {
 		if r.Payload == PayloadBytes {
 			v.bad(p+".payload", "benchmarks run in sizes-only mode (payload: bytes is for rc and ud flows)")
@@ -162,31 +177,25 @@ func (v *validator) dcqcn() {
 		return
 	}
 	const p = "dcqcn"
-	if c.G.Num <= 0 || c.G.Den <= 0 || c.G.Num > c.G.Den {
+	if (!c.G.IsZero() || s.present(p+".g")) && (c.G.Num <= 0 || c.G.Den <= 0 || c.G.Num > c.G.Den) {
 		v.bad(p+".g", "%s is out of range (allowed: above 0, at most 1, e.g. 1/256)", c.G)
 	}
-	if c.InitialAlpha.Den <= 0 || c.InitialAlpha.Num < 0 || c.InitialAlpha.Num > c.InitialAlpha.Den {
+	if (!c.InitialAlpha.IsZero() || s.present(p+".initial_alpha")) && (c.InitialAlpha.Den <= 0 || c.InitialAlpha.Num < 0 || c.InitialAlpha.Num > c.InitialAlpha.Den) {
 		v.bad(p+".initial_alpha", "%s is out of range (allowed: 0 to 1)", c.InitialAlpha)
 	}
 	for _, d := range []struct {
 		key string
 		val Duration
 	}{{"alpha_timer", c.AlphaTimer}, {"rate_timer", c.RateTimer}} {
-		if d.val <= 0 {
-			v.bad(p+"."+d.key, "%s is not allowed (must be > 0)", d.val)
-		}
+		v.knobPositive(p+"."+d.key, d.val == 0, d.val < 0, d.val)
 	}
-	if c.ByteCounter <= 0 {
-		v.bad(p+".byte_counter", "%s is not allowed (must be > 0)", c.ByteCounter)
-	}
+	v.knobPositive(p+".byte_counter", c.ByteCounter == 0, c.ByteCounter < 0, c.ByteCounter)
 	v.intRange(p+".fast_recovery", c.FastRecovery, 0, maxStages, "")
 	for _, r := range []struct {
 		key string
 		val Rate
 	}{{"ai_rate", c.AIRate}, {"hai_rate", c.HAIRate}, {"min_rate", c.MinRate}} {
-		if r.val <= 0 {
-			v.bad(p+"."+r.key, "%s is not allowed (must be > 0)", r.val)
-		}
+		v.knobPositive(p+"."+r.key, r.val == 0, r.val < 0, r.val)
 	}
 	if lo := v.slowestLink(); lo > 0 && c.MinRate > lo {
 		v.bad(p+".min_rate", "%s is above the link rate %s", c.MinRate, lo)
@@ -367,9 +376,7 @@ func (v *validator) benchPoints() {
 	for i, m := range b.MTUs {
 		v.benchMTU(idx(p+".mtus", i), m)
 	}
-	if b.Delay <= 0 {
-		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-	}
+	v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 }
 
 func (v *validator) pingpong() {
@@ -474,9 +481,7 @@ func (v *validator) fragsize() {
 		v.bad(p+".message", "%s is out of range (allowed: 64B to %s)", b.Message, Size(maxTestbedMessage))
 	}
 	v.countRange(p+".depth", b.Depth, 1, maxQueueDepth)
-	if b.Delay <= 0 {
-		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-	}
+	v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 }
 
 func (v *validator) hol() {
@@ -505,9 +510,7 @@ func (v *validator) hol() {
 	if b.Fragment < 64 || b.LargeMessage > 0 && b.Fragment > b.LargeMessage {
 		v.bad(p+".fragment", "%s is out of range (allowed: 64B to large_message %s)", b.Fragment, b.LargeMessage)
 	}
-	if b.Delay <= 0 {
-		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-	}
+	v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 }
 
 func (v *validator) benchRate(path string, r Rate) {
@@ -580,9 +583,7 @@ func (v *validator) perftest() {
 	if b.CQMod < 1 || (b.TxDepth >= 1 && b.CQMod > b.TxDepth) {
 		v.bad(p+".cq_mod", "%d is out of range (allowed: 1 to tx_depth %d)", b.CQMod, b.TxDepth)
 	}
-	if b.Delay <= 0 {
-		v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-	}
+	v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 	if v.errs.err() != nil {
 		return
 	}
@@ -616,9 +617,7 @@ func (v *validator) msgrate() {
 		if b.Message <= 32 || b.Message > 4*KiB {
 			v.bad(p+".message", "%s is out of range through the core (allowed: 33B, above the 32-byte answer, to 4KiB, the core's small-message limit)", b.Message)
 		}
-		if b.Delay <= 0 {
-			v.bad(p+".delay", "%s is not allowed (must be > 0)", b.Delay)
-		}
+		v.knobPositive(p+".delay", b.Delay == 0, b.Delay < 0, b.Delay)
 	}
 	if len(b.ThreadDomains) == 0 {
 		v.bad(p+".thread_domains", "empty list (give [false], [true] or both, or omit the key for both)")

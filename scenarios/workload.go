@@ -311,33 +311,21 @@ func (t *WorkloadTransport) UnmarshalYAML(n *yaml.Node) error {
 	return parseEnum(n, (*string)(t), "workload transport", workloadTransports)
 }
 
-// TCP is the simulated kernel TCP stack of every host (package tcpsim;
-// its doc gives the source of each default).
+// TCP is the simulated kernel TCP stack of every host (package tcpsim).
+// Every key is a knob of tcpsim.Config, whose DefaultConfig holds the
+// defaults with their sources (ModelDefaults; SCHEMA.md lists them).
 type TCP struct {
-	CC         string   `yaml:"cc"`          // dctcp (default) or newreno
-	MSS        Size     `yaml:"mss"`         // default 1448B (1500-byte Ethernet MTU)
-	Prio       int      `yaml:"prio"`        // lossy priority TCP sends on; default 0
-	InitCwnd   int      `yaml:"init_cwnd"`   // segments; default 10
-	MinRTO     Duration `yaml:"min_rto"`     // default 200ms (Linux)
-	DelayedAck Duration `yaml:"delayed_ack"` // default 40ms (Linux)
-	AckEvery   int      `yaml:"ack_every"`   // default 2
-	Threads    int      `yaml:"threads"`     // application and softirq cores per host; default 1
-	RxUsecs    Duration `yaml:"rx_usecs"`    // receive interrupt moderation; default 16us (0us: off)
-	RxFrames   int      `yaml:"rx_frames"`   // default 88
+	CC         string   `yaml:"cc,omitempty"`          // congestion control: dctcp or newreno
+	MSS        Size     `yaml:"mss,omitempty"`         // segment payload
+	Prio       int      `yaml:"prio"`                  // lossy priority TCP sends on
+	InitCwnd   int      `yaml:"init_cwnd,omitempty"`   // initial window, segments
+	MinRTO     Duration `yaml:"min_rto,omitempty"`     // minimum retransmission timeout
+	DelayedAck Duration `yaml:"delayed_ack,omitempty"` // delayed-ACK timer
+	AckEvery   int      `yaml:"ack_every,omitempty"`   // ACK at least every this many full segments
+	Threads    int      `yaml:"threads,omitempty"`     // application and softirq cores per host
+	RxUsecs    Duration `yaml:"rx_usecs,omitempty"`    // receive interrupt moderation (0us: off)
+	RxFrames   int      `yaml:"rx_frames,omitempty"`   // frames that trigger the receive interrupt early
 }
-
-// TCP defaults (tcpsim's, repeated so that a dumped scenario shows them).
-const (
-	defaultTCPCC       = "dctcp"
-	defaultTCPMSS      = 1448
-	defaultTCPInitCwnd = 10
-	defaultTCPMinRTO   = Duration(200 * sim.Millisecond)
-	defaultTCPDelAck   = Duration(40 * sim.Millisecond)
-	defaultTCPAckEvery = 2
-	defaultTCPThreads  = 1
-	defaultTCPRxUsecs  = Duration(16 * sim.Microsecond)
-	defaultTCPRxFrames = 88
-)
 
 // ThreadDomainsOn reports whether the core gives each I/O thread a thread
 // domain (thread_domains unset or true).
@@ -489,16 +477,8 @@ func (d *defaulter) workload() {
 			if w.TCP == nil {
 				w.TCP = &TCP{}
 			}
-			t, q := w.TCP, p+".tcp"
-			def(d, q+".cc", &t.CC, defaultTCPCC)
-			def(d, q+".mss", &t.MSS, defaultTCPMSS)
-			def(d, q+".init_cwnd", &t.InitCwnd, defaultTCPInitCwnd)
-			def(d, q+".min_rto", &t.MinRTO, defaultTCPMinRTO)
-			def(d, q+".delayed_ack", &t.DelayedAck, defaultTCPDelAck)
-			def(d, q+".ack_every", &t.AckEvery, defaultTCPAckEvery)
-			def(d, q+".threads", &t.Threads, defaultTCPThreads)
-			def(d, q+".rx_usecs", &t.RxUsecs, defaultTCPRxUsecs)
-			def(d, q+".rx_frames", &t.RxFrames, defaultTCPRxFrames)
+			// Every key is a knob of tcpsim.Config (ModelDefaults).
+			d.overlay(p+".tcp", w.TCP, d.models().TCP)
 		}
 		return
 	}
@@ -759,24 +739,25 @@ func (v *validator) tcp(p string) {
 		return
 	}
 	t, q := w.TCP, p+".tcp"
-	if t.CC != "dctcp" && t.CC != "newreno" {
+	if (t.CC != "" || s.present(q+".cc")) && t.CC != "dctcp" && t.CC != "newreno" {
 		v.bad(q+".cc", "%q is not a TCP congestion control (allowed: dctcp, newreno)", t.CC)
 	}
-	if t.MSS < 64 || t.MSS > 8948 {
+	if (t.MSS != 0 || s.present(q+".mss")) && (t.MSS < 64 || t.MSS > 8948) {
 		v.bad(q+".mss", "%s is out of range (allowed: 64B to 8948B)", t.MSS)
 	}
 	v.countRange(q+".prio", t.Prio, 0, 7)
-	v.countRange(q+".init_cwnd", t.InitCwnd, 1, 1000)
-	v.countRange(q+".ack_every", t.AckEvery, 1, 64)
-	v.countRange(q+".threads", t.Threads, 1, 1024)
-	v.countRange(q+".rx_frames", t.RxFrames, 1, 1<<16)
+	// Knobs left out are 0 without the models' defaults (berun).
+	v.knobRange(q+".init_cwnd", t.InitCwnd, 1, 1000)
+	v.knobRange(q+".ack_every", t.AckEvery, 1, 64)
+	v.knobRange(q+".threads", t.Threads, 1, 1024)
+	v.knobRange(q+".rx_frames", t.RxFrames, 1, 1<<16)
 	if t.RxUsecs < 0 || t.RxUsecs > Duration(sim.Millisecond) {
 		v.bad(q+".rx_usecs", "%s is out of range (allowed: 0 (off) to 1ms)", t.RxUsecs)
 	}
-	if t.MinRTO <= 0 || t.MinRTO > Duration(120*sim.Second) {
+	if (t.MinRTO != 0 || s.present(q+".min_rto")) && (t.MinRTO <= 0 || t.MinRTO > Duration(120*sim.Second)) {
 		v.bad(q+".min_rto", "%s is out of range (allowed: above 0 up to 120s)", t.MinRTO)
 	}
-	if t.DelayedAck <= 0 || t.DelayedAck > Duration(sim.Second) {
+	if (t.DelayedAck != 0 || s.present(q+".delayed_ack")) && (t.DelayedAck <= 0 || t.DelayedAck > Duration(sim.Second)) {
 		v.bad(q+".delayed_ack", "%s is out of range (allowed: above 0 up to 1s)", t.DelayedAck)
 	}
 	found := false

@@ -111,7 +111,7 @@ func Test(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	w := rnic.NewWire(k, nil, cfg.Rate, sim.Microsecond)
+	w := rnic.NewWire(k, nil, cfg.Rate, rnic.DefaultWireDelay)
 	w.Connect(na, 1, nb, 2)
 	ca, _ := na.Open()
 	cb, _ := nb.Open()

@@ -37,7 +37,7 @@ func (c Config) withDefaults() Config {
 		c.Rate = 100 * units.Gbps
 	}
 	if c.Delay == 0 {
-		c.Delay = sim.Microsecond
+		c.Delay = rnic.DefaultWireDelay
 	}
 	return c
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
-	"github.com/besim/besim/tcpsim"
 	"github.com/besim/besim/workloads/ps"
 )
 
@@ -37,9 +36,7 @@ func FromScenario(s *scenarios.Scenario) (Config, error) {
 	}
 	cfg.RPC = ps.RPCConfig(w)
 	if t := w.TCP; t != nil && w.Transport == scenarios.OverTCP {
-		cfg.TCP = tcpsim.Config{CC: tcpsim.CC(t.CC), MSS: int(t.MSS), Prio: uint8(t.Prio), InitCwnd: t.InitCwnd,
-			MinRTO: t.MinRTO.Time(), DelAck: t.DelayedAck.Time(), AckEvery: t.AckEvery, Threads: t.Threads,
-			RxUsecs: t.RxUsecs.Time(), RxFrames: t.RxFrames, NoRxModeration: t.RxUsecs == 0}
+		cfg.TCP = experiment.TCPConfig(t)
 	}
 	return cfg, nil
 }
