@@ -4,7 +4,9 @@
 // A Scenario is plain, validated data with typed units (Rate in bits/s,
 // Size in bytes, Duration in sim.Time picoseconds, Fraction, Ratio); a
 // runner translates it into fabric, RNIC and workload configs. The package
-// imports no simulation component, only sim for its time type.
+// imports no simulation component, only sim for its time type and the
+// ByteExpress core (byteexpress, byteexpress/rpc) for the defaults of the
+// core's knobs (workload fragment, rpc and keepalive), declared there.
 //
 // Units. Rates are SI bits per second (25Gbps, 100Mbps, 1.5Tbps). Sizes are
 // bytes: KB, MB, GB, TB are powers of 1000 and KiB, MiB, GiB, TiB powers of

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/besim/besim/byteexpress"
+	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/sim"
 )
 
@@ -350,7 +353,6 @@ const (
 	defaultRespMean      = 20 * KB
 	defaultRespP99       = 50 * KB
 	defaultOutstanding   = 4
-	defaultFragment      = 4 * KiB
 	defaultVictimMessage = 64 * KiB
 	defaultVictimDepth   = 16
 	defaultWorkloadWarm  = Duration(200 * sim.Microsecond)
@@ -424,6 +426,10 @@ func (d *defaulter) workloadEarly() {
 	}
 }
 
+// coreDuration is a duration of the core's configuration (wall-clock
+// time.Duration, nanoseconds) as a scenario Duration (virtual time).
+func coreDuration(t time.Duration) Duration { return Duration(sim.Time(t) * sim.Nanosecond) }
+
 func (d *defaulter) workload() {
 	w := d.s.Workload
 	const p = "workload"
@@ -435,30 +441,37 @@ func (d *defaulter) workload() {
 	if w.Window.IsZero() {
 		w.Window = Window{None: true}
 	}
-	def(d, p+".fragment", &w.Fragment, defaultFragment)
+	def(d, p+".fragment", &w.Fragment, Size(byteexpress.Config{}.Defaults().FragSize))
 	def(d, p+".warmup", &w.Warmup, defaultWorkloadWarm)
 	if w.RPCOn() {
 		if w.RPC == nil {
 			w.RPC = &RPC{}
 		}
-		def(d, p+".rpc.connect_timeout", &w.RPC.ConnectTimeout, Duration(10*sim.Millisecond))
-		def(d, p+".rpc.request_timeout", &w.RPC.RequestTimeout, Duration(40*sim.Millisecond))
-		def(d, p+".rpc.retry_prob", &w.RPC.RetryProb, Fraction(0.5))
-		def(d, p+".rpc.max_attempts", &w.RPC.MaxAttempts, 3)
-		def(d, p+".rpc.quarantine_window", &w.RPC.QuarantineWindow, Duration(5*60*sim.Second))
-		def(d, p+".rpc.max_conn_failures", &w.RPC.MaxConnFailures, 30)
-		def(d, p+".rpc.max_req_failures", &w.RPC.MaxReqFailures, 50)
-		def(d, p+".rpc.probe_interval", &w.RPC.ProbeInterval, Duration(30*sim.Second))
+		// The RPC layer's own defaults (rpc.DefaultConfig, where each is
+		// declared and sourced), not a second copy.
+		rc := rpc.DefaultConfig()
+		def(d, p+".rpc.connect_timeout", &w.RPC.ConnectTimeout, coreDuration(rc.ConnTimeout))
+		def(d, p+".rpc.request_timeout", &w.RPC.RequestTimeout, coreDuration(rc.RequestTimeout))
+		def(d, p+".rpc.retry_prob", &w.RPC.RetryProb, Fraction(rc.RetryProb))
+		def(d, p+".rpc.max_attempts", &w.RPC.MaxAttempts, rc.MaxAttempts)
+		def(d, p+".rpc.quarantine_window", &w.RPC.QuarantineWindow, coreDuration(rc.Window))
+		def(d, p+".rpc.max_conn_failures", &w.RPC.MaxConnFailures, rc.MaxConnFailures)
+		def(d, p+".rpc.max_req_failures", &w.RPC.MaxReqFailures, rc.MaxReqFailures)
+		def(d, p+".rpc.probe_interval", &w.RPC.ProbeInterval, coreDuration(rc.ProbeInterval))
 	}
 	if w.Kind == Failover {
 		if w.Keepalive == nil {
 			w.Keepalive = &Keepalive{}
 		}
+		// The core's keepalive defaults (byteexpress Config.Defaults).
+		bc := byteexpress.Config{}.Defaults()
 		if !d.s.present(p + ".keepalive.interval") {
-			w.Keepalive.Interval = Duration(100 * sim.Millisecond)
+			w.Keepalive.Interval = coreDuration(bc.KeepaliveInterval)
 		}
 		if w.Keepalive.Interval > 0 {
-			def(d, p+".keepalive.timeout", &w.Keepalive.Timeout, 5*w.Keepalive.Interval)
+			// The core's rule (timeout a multiple of the interval),
+			// applied to the interval the file may have set.
+			def(d, p+".keepalive.timeout", &w.Keepalive.Timeout, w.Keepalive.Interval*Duration(bc.KeepaliveTimeout/bc.KeepaliveInterval))
 		}
 		return
 	}
