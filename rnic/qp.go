@@ -128,6 +128,7 @@ type QP struct {
 	curActive  bool
 	curBad     bool
 	curOff     int64
+	curView    []byte // RecvView: the bytes of the receive in progress
 	wrMR       *MR
 	wrLen      int64
 	wrActive   bool

@@ -420,6 +420,13 @@ type WC struct {
 	QPN       uint32 // local QP, used to dispatch a shared CQ (§6.2.2)
 	SrcQP     uint32 // UD: sender's QP
 	VendorErr uint32
+	// Data, when not nil, holds a receive's bytes (ByteLen of them): the
+	// backend kept them instead of writing the receive WQE's buffer, whose
+	// contents are then unspecified. Valid until the next Poll of the same
+	// CQ. Only a simulated NIC asked to do so sets it (rnic.Config.RecvView:
+	// its receive buffers are never touched); a device never does, so a
+	// consumer reads Data when present and its buffer otherwise.
+	Data []byte
 }
 
 // ErrNotSupported is returned by a backend for an operation it does not model.
