@@ -125,8 +125,10 @@ type Config struct {
 	// packets carry lengths only. For large simulations.
 	SizesOnly bool
 	// RDMAHead, when positive, limits what RDMA WRITE and READ move in
-	// payload mode to the first RDMAHead bytes of each work request's
-	// data: later bytes are counted, timed and checked like any others but
+	// payload mode to the first RDMAHead bytes of each message: of a
+	// WRITE's data, those before RDMAHead - SendWR.MsgOffset (the WR's
+	// place in the message it is a fragment of); of a READ, its first
+	// RDMAHead bytes. Later bytes are counted, timed and checked like any others but
 	// not copied, so the target keeps what it held. SENDs always move all
 	// their bytes. For simulations whose WRITEs carry application payload
 	// of which only a header is ever read (ByteExpress's large messages:

@@ -9,7 +9,9 @@ import (
 	"github.com/besim/besim/verbs"
 )
 
-// headRun WRITEs n bytes (two WRs: the first 3 KiB, then the rest) and
+// headRun WRITEs n bytes (two WRs: the first 3 KiB, then the rest, the
+// second marked as a fragment at message offset 3 KiB, and a third WR,
+// a message of its own, of the last KiB again) and
 // READs them back into a third region; it returns the target and read
 // regions, the source, the completion instants and the receiver's stats.
 func headRun(t *testing.T, cfg Config, n int, ro bool) (src, dst, rd *region, at []sim.Time, st Stats) {
@@ -27,19 +29,21 @@ func headRun(t *testing.T, cfg Config, n int, ro bool) (src, dst, rd *region, at
 	fill(dst.buf, 4) // what the target held before
 	fill(rd.buf, 5)
 	const first = 3 << 10
+	w3 := &verbs.SendWR{ID: 3, Opcode: verbs.OpWrite, SGL: []verbs.SGE{src.sge(n-1024, 1024)},
+		RemoteAddr: uint64(dst.addr(n - 1024)), RKey: dst.mr.RKey()}
 	w2 := &verbs.SendWR{ID: 2, Opcode: verbs.OpWrite, SGL: []verbs.SGE{src.sge(first, n-first)},
-		RemoteAddr: uint64(dst.addr(first)), RKey: dst.mr.RKey()}
+		RemoteAddr: uint64(dst.addr(first)), RKey: dst.mr.RKey(), MsgOffset: first, Next: w3}
 	w1 := &verbs.SendWR{ID: 1, Opcode: verbs.OpWrite, SGL: []verbs.SGE{src.sge(0, first)},
 		RemoteAddr: uint64(dst.addr(0)), RKey: dst.mr.RKey(), Next: w2}
 	_, err := a.qp.PostSend(w1)
 	must(t, err)
-	for _, wc := range p.waitCQ(t, a.cq, 2, sim.Millisecond) {
+	for _, wc := range p.waitCQ(t, a.cq, 3, sim.Millisecond) {
 		if wc.Status != verbs.WCSuccess {
 			t.Fatalf("write completion %+v", wc)
 		}
 		at = append(at, p.k.Now())
 	}
-	_, err = a.qp.PostSend(&verbs.SendWR{ID: 3, Opcode: verbs.OpRead, SGL: []verbs.SGE{rd.sge(0, n)},
+	_, err = a.qp.PostSend(&verbs.SendWR{ID: 4, Opcode: verbs.OpRead, SGL: []verbs.SGE{rd.sge(0, n)},
 		RemoteAddr: uint64(dst.addr(0)), RKey: dst.mr.RKey()})
 	must(t, err)
 	if wc := p.waitCQ(t, a.cq, 1, sim.Millisecond); wc[0].Status != verbs.WCSuccess {
@@ -50,7 +54,7 @@ func headRun(t *testing.T, cfg Config, n int, ro bool) (src, dst, rd *region, at
 }
 
 // TestRDMAHead: with RDMAHead set, a WRITE or READ moves only the first
-// RDMAHead bytes of each work request; the rest of the target keeps what it
+// RDMAHead bytes of each message (a WR with a MsgOffset continues one); the rest of the target keeps what it
 // held, while timing and payload counters are those of a full move.
 func TestRDMAHead(t *testing.T) {
 	const n, head = 10 << 10, 200
@@ -66,12 +70,12 @@ func TestRDMAHead(t *testing.T) {
 		before := make([]byte, n)
 		fill(before, 4)
 		const first = 3 << 10
-		for _, r := range [][2]int{{0, head}, {first, first + head}} { // each WR's head moved
+		for _, r := range [][2]int{{0, head}, {n - 1024, n - 1024 + head}} { // each message's head moved
 			if !bytes.Equal(dst.buf[r[0]:r[1]], src.buf[r[0]:r[1]]) {
 				t.Fatalf("relaxed=%v: WRITE head [%d,%d) not moved", ro, r[0], r[1])
 			}
 		}
-		for _, r := range [][2]int{{head, first}, {first + head, n}} { // the rest untouched
+		for _, r := range [][2]int{{head, n - 1024}, {n - 1024 + head, n}} { // the rest untouched
 			if !bytes.Equal(dst.buf[r[0]:r[1]], before[r[0]:r[1]]) {
 				t.Fatalf("relaxed=%v: WRITE bytes [%d,%d) beyond the head changed the target", ro, r[0], r[1])
 			}

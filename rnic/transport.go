@@ -255,10 +255,12 @@ func (q *QP) build(now sim.Time) *fabric.Packet {
 	return p
 }
 
-// moved is how many of the pay bytes at offset off of a work request's
-// data a packet carries: all of them in payload mode, only those inside the
-// first RDMAHead bytes for RDMA data (rdma) when RDMAHead is set, none in
-// sizes-only mode. A receiver places what a packet carries (len(p.Data)).
+// moved is how many of the pay bytes at offset off of a message a packet
+// carries (off counts from the work request's data, plus its
+// SendWR.MsgOffset for a WRITE): all of them in payload mode, only those
+// inside the first RDMAHead bytes for RDMA data (rdma) when RDMAHead is
+// set, none in sizes-only mode. A receiver places what a packet carries
+// (len(p.Data)).
 func (n *NIC) moved(rdma bool, off, pay int64) int64 {
 	switch {
 	case pay <= 0 || n.cfg.SizesOnly:
@@ -403,7 +405,7 @@ func (q *QP) buildReq(now sim.Time) *fabric.Packet {
 		if last || (k+1)%uint32(n.cfg.AckReqEvery) == 0 {
 			p.Flags = flagAckReq
 		}
-		if mv := n.moved(write, off, pay); mv > 0 {
+		if mv := n.moved(write, w.msgOff+off, pay); mv > 0 {
 			buf := setPayload(p, mv)
 			if w.inline {
 				copy(buf, w.data[off:off+mv])

@@ -339,6 +339,11 @@ type SendWR struct {
 	AH         AH
 	RemoteQPN  uint32
 	RemoteQKey uint32
+	// MsgOffset is a hint for a simulated NIC, ignored by devices: the
+	// offset of this WR's data in the application message it carries part
+	// of (a fragment of a large message), so that a NIC that moves only
+	// the first bytes of each message (rnic.Config.RDMAHead) knows which.
+	MsgOffset uint64
 }
 
 // Len is the total length of the WR's scatter/gather list.
