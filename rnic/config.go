@@ -137,7 +137,8 @@ type Config struct {
 	// RecvView, in payload mode, keeps the bytes of a received SEND in the
 	// NIC and hands them to the poller with its completion (verbs.WC.Data,
 	// valid until the CQ's next Poll) instead of placing them in the
-	// receive WQE's buffers, which stay untouched. Timing, checks and
+	// receive WQE's buffers, which stay untouched (RC; UD datagrams are
+	// still placed, GRH first). Timing, checks and
 	// counters are those of placement. For simulations whose consumer
 	// reads WC.Data (the ByteExpress core), so that receive rings and SRQs
 	// cost no resident memory.
