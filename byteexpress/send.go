@@ -48,7 +48,7 @@ func (e *engine) openSend(need int) bool {
 	putHeader(e.stagingBytes[off:off+hdrSize], uint32(ret))
 	st.CreditsReturned += ret
 	wr := &e.ring.wrs[i]
-	wr.ID, wr.Opcode, wr.Imm, wr.RemoteAddr, wr.RKey = idx, verbs.OpSend, 0, 0, 0
+	wr.ID, wr.Opcode, wr.Imm, wr.RemoteAddr, wr.RKey, wr.MsgOffset = idx, verbs.OpSend, 0, 0, 0, 0
 	e.ring.sges[i] = verbs.SGE{Addr: e.staging.Addr() + uintptr(off), LKey: e.staging.LKey()}
 	e.win.add(hdrSize)
 	e.curOpen, e.curFill = true, hdrSize
@@ -98,6 +98,7 @@ func (e *engine) openWrite(m *outMsg, n int, last bool) bool {
 	wr := &e.ring.wrs[i]
 	wr.ID, wr.Opcode, wr.Imm = idx, verbs.OpWrite, 0
 	wr.RemoteAddr, wr.RKey = m.raddr+uint64(m.off), m.rkey
+	wr.MsgOffset = uint64(m.off) // a simulated NIC moves only a message's head (rnic.Config.RDMAHead)
 	e.ring.sges[i] = verbs.SGE{Addr: m.buf.Addr() + uintptr(m.off), Length: uint32(n), LKey: m.buf.LKey()}
 	if last {
 		wr.Opcode, wr.Imm = verbs.OpWriteImm, m.imm

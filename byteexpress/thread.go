@@ -255,7 +255,7 @@ func (t *IOThread) dispatch(wc *verbs.WC) {
 		}
 		if e != nil && wc.Status == verbs.WCSuccess {
 			size := t.cfg.RecvBufSize
-			e.onRecv(wc, t.srqBytes[idx*size:idx*size+min(int(wc.ByteLen), size)])
+			e.onRecv(wc, recvData(wc, t.srqBytes[idx*size:idx*size+size]))
 		} else if e != nil {
 			e.fail(fmt.Errorf("byteexpress: receive completion on QP %d: %v", wc.QPN, wc.Status))
 		} else {
@@ -280,7 +280,17 @@ func (t *IOThread) dispatch(wc *verbs.WC) {
 		return
 	}
 	size := t.cfg.RecvBufSize
-	e.onRecv(wc, e.recvBytes[idx*size:idx*size+min(int(wc.ByteLen), size)])
+	e.onRecv(wc, recvData(wc, e.recvBytes[idx*size:idx*size+size]))
+}
+
+// recvData is the bytes a receive completion delivered: those the provider
+// handed with it (wc.Data: a simulated NIC that keeps SEND bytes out of the
+// receive buffers) or else the receive buffer's first ByteLen.
+func recvData(wc *verbs.WC, buf []byte) []byte {
+	if wc.Data != nil {
+		return wc.Data[:min(int(wc.ByteLen), len(wc.Data), len(buf))]
+	}
+	return buf[:min(int(wc.ByteLen), len(buf))]
 }
 
 func (t *IOThread) fireTimers() {

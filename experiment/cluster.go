@@ -82,6 +82,8 @@ func ClusterConfig(s *scenarios.Scenario) (simhost.Config, error) {
 		return simhost.Config{}, err
 	}
 	nic.SizesOnly = false
+	nic.RDMAHead = simhost.AppHead
+	nic.RecvView = true
 	return simhost.Config{Fabric: fc, NIC: nic, CPU: simhost.DefaultCPUCost(), BE: app.Engine(s.Workload)}, nil
 }
 

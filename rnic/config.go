@@ -125,6 +125,25 @@ type Config struct {
 	// SizesOnly moves no payload bytes: MRs are not dereferenced and
 	// packets carry lengths only. For large simulations.
 	SizesOnly bool
+	// RDMAHead, when positive, limits what RDMA WRITE and READ move in
+	// payload mode to the first RDMAHead bytes of each message: of a
+	// WRITE's data, those before RDMAHead - SendWR.MsgOffset (the WR's
+	// place in the message it is a fragment of); of a READ, its first
+	// RDMAHead bytes. Later bytes are counted, timed and checked like any others but
+	// not copied, so the target keeps what it held. SENDs always move all
+	// their bytes. For simulations whose WRITEs carry application payload
+	// of which only a header is ever read (ByteExpress's large messages:
+	// see simhost.AppHead). 0 moves every byte.
+	RDMAHead int64
+	// RecvView, in payload mode, keeps the bytes of a received SEND in the
+	// NIC and hands them to the poller with its completion (verbs.WC.Data,
+	// valid until the CQ's next Poll) instead of placing them in the
+	// receive WQE's buffers, which stay untouched (RC; UD datagrams are
+	// still placed, GRH first). Timing, checks and
+	// counters are those of placement. For simulations whose consumer
+	// reads WC.Data (the ByteExpress core), so that receive rings and SRQs
+	// cost no resident memory.
+	RecvView bool
 }
 
 // DefaultConfig is a ConnectX-5/6-class 25-200 Gb/s RoCEv2 NIC on PCIe

@@ -72,7 +72,12 @@
 // Payloads: by default bytes really move between registered regions at the
 // process addresses given to RegMR (tests map them with syscall.Mmap outside
 // the Go heap, as bemalloc does); Config.SizesOnly moves lengths only, for
-// large simulations. Relaxed ordering is visible only through completions:
+// large simulations. Between the two, for a consumer that parses its SENDs
+// but not the application payload it WRITEs (the ByteExpress core):
+// Config.RecvView hands a received SEND's bytes to the poller with its
+// completion (verbs.WC.Data) instead of writing the receive buffer, and
+// Config.RDMAHead moves only a message's first bytes in WRITEs and READs
+// (the rest is timed and counted, not copied). Relaxed ordering is visible only through completions:
 // WRITE packets into an MR registered with AccessRelaxedOrdering reach
 // memory only together with (after) the message's last packet, so a reader
 // polling the buffer sees it out of order, while any completion that follows

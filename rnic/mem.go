@@ -19,6 +19,25 @@ func memAt(addr uintptr, length int) []byte {
 	return unsafe.Slice((*byte)(p), length)
 }
 
+// viewGet takes a RecvView buffer (empty, any capacity) from the NIC's free
+// list; viewPut returns one. Buffers keep the capacity they grew to, so a
+// steady state allocates nothing.
+func (n *NIC) viewGet() []byte {
+	if k := len(n.views); k > 0 {
+		b := n.views[k-1]
+		n.views[k-1] = nil
+		n.views = n.views[:k-1]
+		return b[:0]
+	}
+	return make([]byte, 0, 4096)
+}
+
+func (n *NIC) viewPut(b []byte) {
+	if b != nil {
+		n.views = append(n.views, b[:0])
+	}
+}
+
 // GID encoding: an IPv4-mapped IPv6 address ::ffff:10.a.b.c whose low 24 bits
 // carry the fabric node id (RoCEv2 GIDs are IP addresses).
 

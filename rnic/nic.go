@@ -48,9 +48,11 @@ type NIC struct {
 	cfg  Config
 	up   fabric.Uplink
 	pool *fabric.Pool
-	node fabric.NodeID
-	rate int64
-	ctxs int
+	// views are free RecvView buffers (see viewGet).
+	views [][]byte
+	node  fabric.NodeID
+	rate  int64
+	ctxs  int
 
 	qps    []*QP
 	mrs    []*MR

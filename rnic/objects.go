@@ -368,6 +368,9 @@ type CQ struct {
 	overruns uint64
 	users    int
 	dead     bool
+	// lent are the RecvView buffers the last Poll handed out (WC.Data),
+	// returned to the NIC at the next Poll.
+	lent [][]byte
 }
 
 // SetNotify installs a hook that the NIC calls (h.OnEvent(now, tag)) when a
@@ -406,6 +409,7 @@ func (cq *CQ) OnEvent(now sim.Time, _ uint64) {
 // push appends a completion visible at at (or after the previous one).
 func (cq *CQ) push(wc verbs.WC, at sim.Time) {
 	if cq.dead {
+		cq.ctx.nic.viewPut(wc.Data)
 		return
 	}
 	if at < cq.last {
@@ -418,6 +422,7 @@ func (cq *CQ) push(wc verbs.WC, at sim.Time) {
 	if cq.n == len(cq.ring) {
 		cq.overruns++
 		cq.ctx.nic.st.CQOverruns++
+		cq.ctx.nic.viewPut(wc.Data)
 		return
 	}
 	i := cq.head + cq.n
@@ -445,9 +450,18 @@ func (cq *CQ) Poll(wc []verbs.WC) int {
 	cpu := cq.ctx.CPU()
 	cfg := &cq.ctx.nic.cfg
 	now := cpu.Now()
+	for i, b := range cq.lent {
+		cq.ctx.nic.viewPut(b)
+		cq.lent[i] = nil
+	}
+	cq.lent = cq.lent[:0]
 	k := 0
 	for k < len(wc) && cq.n > 0 && cq.ring[cq.head].at <= now {
 		wc[k] = cq.ring[cq.head].wc
+		cq.ring[cq.head].wc.Data = nil
+		if wc[k].Data != nil {
+			cq.lent = append(cq.lent, wc[k].Data)
+		}
 		cq.head++
 		if cq.head == len(cq.ring) {
 			cq.head = 0

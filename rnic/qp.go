@@ -38,6 +38,7 @@ type swqe struct {
 	raddr    uint64
 	rkey     uint32
 	length   int64
+	msgOff   int64 // SendWR.MsgOffset (RDMAHead counts from the message start)
 	sgl      []verbs.SGE
 	data     []byte // inline payload copy
 	avail    sim.Time
@@ -128,6 +129,7 @@ type QP struct {
 	curActive  bool
 	curBad     bool
 	curOff     int64
+	curView    []byte // RecvView: the bytes of the receive in progress
 	wrMR       *MR
 	wrLen      int64
 	wrActive   bool
@@ -587,6 +589,7 @@ func (q *QP) fillWQE(s *swqe, w *verbs.SendWR) {
 	s.raddr = w.RemoteAddr
 	s.rkey = w.RKey
 	s.length = w.Len()
+	s.msgOff = int64(min(w.MsgOffset, 1<<62))
 	s.sgl = append(s.sgl[:0], w.SGL...)
 	s.firstPSN, s.npkts, s.readRcvd = 0, 0, 0
 	if s.inline && !q.nic.cfg.SizesOnly {

@@ -255,6 +255,22 @@ func (q *QP) build(now sim.Time) *fabric.Packet {
 	return p
 }
 
+// moved is how many of the pay bytes at offset off of a message a packet
+// carries (off counts from the work request's data, plus its
+// SendWR.MsgOffset for a WRITE): all of them in payload mode, only those
+// inside the first RDMAHead bytes for RDMA data (rdma) when RDMAHead is
+// set, none in sizes-only mode. A receiver places what a packet carries
+// (len(p.Data)).
+func (n *NIC) moved(rdma bool, off, pay int64) int64 {
+	switch {
+	case pay <= 0 || n.cfg.SizesOnly:
+		return 0
+	case !rdma || n.cfg.RDMAHead <= 0:
+		return pay
+	}
+	return max(0, min(pay, n.cfg.RDMAHead-off))
+}
+
 // setPayload sizes p.Data for n bytes (payload mode).
 func setPayload(p *fabric.Packet, n int64) []byte {
 	if int64(cap(p.Data)) < n {
@@ -389,10 +405,10 @@ func (q *QP) buildReq(now sim.Time) *fabric.Packet {
 		if last || (k+1)%uint32(n.cfg.AckReqEvery) == 0 {
 			p.Flags = flagAckReq
 		}
-		if pay > 0 && !n.cfg.SizesOnly {
-			buf := setPayload(p, pay)
+		if mv := n.moved(write, w.msgOff+off, pay); mv > 0 {
+			buf := setPayload(p, mv)
 			if w.inline {
-				copy(buf, w.data[off:off+pay])
+				copy(buf, w.data[off:off+mv])
 			} else {
 				n.sgeCopy(w.sgl, off, buf, false)
 			}
@@ -666,8 +682,8 @@ func (q *QP) onReadResp(now, t sim.Time, p *fabric.Packet) {
 	if off+pay > w.length {
 		pay = max(0, w.length-off)
 	}
-	if pay > 0 && !n.cfg.SizesOnly && len(p.Data) >= int(pay) {
-		n.sgeCopy(w.sgl, off, p.Data[:pay], true)
+	if mv := min(pay, int64(len(p.Data))); mv > 0 && !n.cfg.SizesOnly {
+		n.sgeCopy(w.sgl, off, p.Data[:mv], true)
 	}
 	q.readDataAt = max(q.readDataAt, n.dmaWrite(now, t, pay))
 	n.st.RxPayload += uint64(pay)
@@ -719,6 +735,12 @@ func (q *QP) getRecv(now sim.Time) bool {
 	rq.pop(&q.cur)
 	q.curActive, q.curOff = true, 0
 	q.curBad = false
+	if q.nic.cfg.RecvView && !q.nic.cfg.SizesOnly {
+		if q.curView == nil {
+			q.curView = q.nic.viewGet()
+		}
+		q.curView = q.curView[:0]
+	}
 	for _, s := range q.cur.sgl {
 		if s.Length == 0 {
 			continue
@@ -820,7 +842,11 @@ func (q *QP) respond(now, t sim.Time, p *fabric.Packet) bool {
 			return false
 		}
 		if pay > 0 && !cfg.SizesOnly && len(p.Data) >= int(pay) {
-			n.sgeCopy(q.cur.sgl, q.curOff, p.Data[:pay], true)
+			if cfg.RecvView {
+				q.curView = append(q.curView, p.Data[:pay]...)
+			} else {
+				n.sgeCopy(q.cur.sgl, q.curOff, p.Data[:pay], true)
+			}
 		}
 		if pay > 0 && n.mrCacheOn() {
 			if d := n.xlateSGL(q.cur.sgl, q.curOff, pay); d > 0 {
@@ -834,6 +860,9 @@ func (q *QP) respond(now, t sim.Time, p *fabric.Packet) bool {
 				ByteLen: uint32(q.curOff), QPN: q.qpn}
 			if op == opSendLastImm || op == opSendOnlyImm {
 				wc.Flags, wc.Imm = verbs.WCWithImm, p.Imm
+			}
+			if cfg.RecvView && !cfg.SizesOnly {
+				wc.Data, q.curView = q.curView, nil
 			}
 			q.rcq.push(wc, n.cqeAt(q, t, dataAt))
 			q.curActive = false
@@ -872,7 +901,7 @@ func (q *QP) respond(now, t sim.Time, p *fabric.Packet) bool {
 			}
 		}
 		dataAt := n.dmaWrite(now, t, pay)
-		if pay > 0 && !cfg.SizesOnly && len(p.Data) >= int(pay) {
+		if pay > 0 && !cfg.SizesOnly && len(p.Data) > 0 {
 			if !lastPkt && q.wrMR.access&verbs.AccessRelaxedOrdering != 0 {
 				// Relaxed ordering: this packet's data reaches memory only
 				// with (after) the message's last packet.
@@ -917,7 +946,8 @@ func (q *QP) place(p *fabric.Packet) {
 		return
 	}
 	off := p.Addr - uint64(mr.addr)
-	copy(mr.buf[off:off+uint64(p.Payload)], p.Data[:p.Payload])
+	mv := uint64(min(int(p.Payload), len(p.Data))) // RDMAHead: maybe a head only
+	copy(mr.buf[off:off+mv], p.Data[:mv])
 }
 
 // placeDeferred places relaxed-ordering packets held back by respond.
@@ -987,10 +1017,10 @@ func (q *QP) buildReadResp() *fabric.Packet {
 		p.Opcode = opReadRespMiddle
 	}
 	p.Size = size
-	if pay > 0 && !n.cfg.SizesOnly && j.mr != nil && !j.mr.dead {
-		buf := setPayload(p, pay)
+	if mv := n.moved(true, off, pay); mv > 0 && j.mr != nil && !j.mr.dead {
+		buf := setPayload(p, mv)
 		base := j.addr - uint64(j.mr.addr) + uint64(off)
-		copy(buf, j.mr.buf[base:base+uint64(pay)])
+		copy(buf, j.mr.buf[base:base+uint64(mv)])
 	}
 	j.sent++
 	if j.sent == j.npkts {

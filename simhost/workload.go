@@ -12,6 +12,16 @@ import (
 // multi-tier data-center path instead.
 const DefaultTestbedLinkDelay = 250 * sim.Nanosecond
 
+// AppHead is the most bytes of a message that a simulated application
+// reads: the header it writes at the front (incast and hol 16 bytes, ps 24,
+// an RPC header 24 more) and echoes back. A workload cluster sets its NICs'
+// RDMAHead to it, so the WRITEs of large messages move only these bytes:
+// the core never reads a WRITE's data and the application reads only its
+// header, so nothing a run reports depends on the rest (issue 19: carry the
+// core's bytes, only sizes for application payload). SENDs, which hold the
+// core's records and small messages, still move in full.
+const AppHead = 256
+
 // BulkSender keeps window messages of size bytes outstanding on each of its
 // sockets: it sends one more whenever the receiver's response arrives (the
 // paper's §5.5 throughput setup: 1 MB messages, a 32-byte response each,

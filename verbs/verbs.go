@@ -339,6 +339,11 @@ type SendWR struct {
 	AH         AH
 	RemoteQPN  uint32
 	RemoteQKey uint32
+	// MsgOffset is a hint for a simulated NIC, ignored by devices: the
+	// offset of this WR's data in the application message it carries part
+	// of (a fragment of a large message), so that a NIC that moves only
+	// the first bytes of each message (rnic.Config.RDMAHead) knows which.
+	MsgOffset uint64
 }
 
 // Len is the total length of the WR's scatter/gather list.
@@ -420,6 +425,13 @@ type WC struct {
 	QPN       uint32 // local QP, used to dispatch a shared CQ (§6.2.2)
 	SrcQP     uint32 // UD: sender's QP
 	VendorErr uint32
+	// Data, when not nil, holds a receive's bytes (ByteLen of them): the
+	// backend kept them instead of writing the receive WQE's buffer, whose
+	// contents are then unspecified. Valid until the next Poll of the same
+	// CQ. Only a simulated NIC asked to do so sets it (rnic.Config.RecvView:
+	// its receive buffers are never touched); a device never does, so a
+	// consumer reads Data when present and its buffer otherwise.
+	Data []byte
 }
 
 // ErrNotSupported is returned by a backend for an operation it does not model.
