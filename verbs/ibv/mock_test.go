@@ -179,7 +179,7 @@ func TestMockPollConverts(t *testing.T) {
 	if !reflect.DeepEqual(out, want) {
 		t.Fatalf("polled\n%+v\nwant\n%+v", out, want)
 	}
-	if n := c.Poll(out); n != 1 || out[0] != in[3] {
+	if n := c.Poll(out); n != 1 || !reflect.DeepEqual(out[0], in[3]) {
 		t.Fatalf("second poll %d %+v", n, out[0])
 	}
 	if n := c.Poll(out); n != 0 {
