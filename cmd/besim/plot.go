@@ -13,7 +13,7 @@ import (
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/besim/besim/plot"
+	"github.com/besim/besim/internal/plot"
 )
 
 func cmdPlot(args []string, stdout, stderr io.Writer) error {

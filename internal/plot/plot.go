@@ -1,8 +1,9 @@
-// Package plot draws besim results (report.Result) with gonum/plot: line
-// plots of a sweep or search (a metric against a swept key, one line per
-// value of the other keys), time series (queue depth, bandwidth, pause
-// over time), CDFs (from metrics histogram tables or the values of a
-// series) and bar charts of a table column, as PNG or SVG.
+// Package plot, internal to the module and used only by cmd/besim's
+// `besim plot` subcommand, draws besim results (report.Result) with
+// gonum/plot: line plots of a sweep or search (a metric against a swept
+// key, one line per value of the other keys), time series (queue depth,
+// bandwidth, pause over time), CDFs (from metrics histogram tables or the
+// values of a series) and bar charts of a table column, as PNG or SVG.
 //
 // Output is deterministic: the same result and options give the same SVG
 // bytes (colours, dashes and legend order come from the data's order,
