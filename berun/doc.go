@@ -5,7 +5,7 @@
 // way. The command is cmd/berun; this package only documents the pieces:
 //
 //	berun/wire        control protocol: bounded frames, strict messages, HMAC token handshake (fuzzed)
-//	berun/tcpx        framed messages over kernel TCP: the transport of the tcp roles
+//	berun/internal/tcpx  framed messages over kernel TCP: the transport of the tcp roles (internal: only berun/role uses it)
 //	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, failover, perftest, fragsize, hol, msgrate, pingpong, peak, flow)
 //	berun/counters    NIC/fabric counters before and after a run (sysfs, ethtool -S, DCQCN sysfs)
 //	berun/plan        hosts file and run plan, turned into per-host assignments

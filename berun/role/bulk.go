@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/besim/besim/berun/tcpx"
+	"github.com/besim/besim/berun/internal/tcpx"
 )
 
 func init() {

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/besim/besim/berun/tcpx"
+	"github.com/besim/besim/berun/internal/tcpx"
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/byteexpress/rpc"
 	"github.com/besim/besim/scenarios"

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/besim/besim/berun/tcpx"
+	"github.com/besim/besim/berun/internal/tcpx"
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/sim"
 )

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/besim/besim/berun/tcpx"
+	"github.com/besim/besim/berun/internal/tcpx"
 )
 
 // The flow roles replay one flow of a besim flow scenario (the scenario's

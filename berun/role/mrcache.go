@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/besim/besim/berun/tcpx"
+	"github.com/besim/besim/berun/internal/tcpx"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/verbs"

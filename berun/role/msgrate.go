@@ -12,7 +12,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/besim/besim/berun/tcpx"
+	"github.com/besim/besim/berun/internal/tcpx"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/verbs"

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/besim/besim/berun/tcpx"
+	"github.com/besim/besim/berun/internal/tcpx"
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"

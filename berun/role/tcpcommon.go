@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/besim/besim/berun/tcpx"
+	"github.com/besim/besim/berun/internal/tcpx"
 )
 
 // The tcp roles open each data connection with a hello message naming the

@@ -106,6 +106,7 @@ func TestCheckFindsPlantedImports(t *testing.T) {
 		{"cmd/berun", "workloads/hol/holsim", "berun runs on real hosts"},
 		{"workloads/msgrate", "rnic", "simulator-free workload package"},
 		{"cmd/berun", "workloads/msgrate/msgratesim", "berun runs on real hosts"},
+		{"berun/internal/tcpx", "fabric", "berun runs on real hosts"},
 	} {
 		g := Graph{}
 		for k, v := range clean {

@@ -118,7 +118,7 @@ func compare(tb testing.TB, rounds, perRound int) (plain, framed float64) {
 }
 
 // BenchmarkLoopbackCompare reports both figures and their ratio from one
-// interleaved run: go test -bench LoopbackCompare ./berun/tcpx. The goal
+// interleaved run: go test -bench LoopbackCompare ./berun/internal/tcpx. The goal
 // is tcpx at 80% or more of plain TCP with 1 MiB messages (ratio >= 0.8);
 // a speed bound depends on how busy the machine is, so it is a reported
 // figure here, not an assertion of go test.

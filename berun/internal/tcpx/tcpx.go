@@ -1,8 +1,9 @@
-// Package tcpx is berun's TCP message transport: length-prefixed messages
-// over real kernel TCP sockets. It is the baseline the paper compares
-// ByteExpress with (§8: "the deployed Linux kernel TCP/IP stack") and the
-// shape of the RPC layer's TCP fallback (§7), so berun's tcp roles measure
-// what the kernel stack delivers with the least framing on top.
+// Package tcpx, internal to berun (only berun/role uses it), is berun's
+// TCP message transport: length-prefixed messages over real kernel TCP
+// sockets. It is the baseline the paper compares ByteExpress with (§8:
+// "the deployed Linux kernel TCP/IP stack") and the shape of the RPC
+// layer's TCP fallback (§7), so berun's tcp roles measure what the kernel
+// stack delivers with the least framing on top.
 //
 // A message is a 4-byte big-endian length followed by that many bytes. The
 // length is checked against Options.MaxMessage (default 16 MiB, never more
