@@ -4,15 +4,15 @@
 // hardware, and it measures the paper's kernel-TCP baseline (§8) the same
 // way. The command is cmd/berun; this package only documents the pieces:
 //
-//	berun/wire        control protocol: bounded frames, strict messages, HMAC token handshake (fuzzed)
-//	berun/internal/tcpx  framed messages over kernel TCP: the transport of the tcp roles (internal: only berun/role uses it)
-//	berun/role        the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, failover, perftest, fragsize, hol, msgrate, pingpong, peak, flow)
-//	berun/counters    NIC/fabric counters before and after a run (sysfs, ethtool -S, DCQCN sysfs)
-//	berun/plan        hosts file and run plan, turned into per-host assignments
-//	berun/agent       `berun agent`: one controller session at a time, roles at the start instant
-//	berun/controller  `berun run`: connect, push, synchronized start, liveness, one result file
-//	berun/selftest    `berun selftest`: verbs loopback between two QPs on one device
-//	berun/e2e         end-to-end tests with agents as processes (loopback, shaped netns)
+//	berun/wire                   control protocol: bounded frames, strict messages, HMAC token handshake (fuzzed)
+//	berun/internal/tcpx          framed messages over kernel TCP: the transport of the tcp roles (internal: only berun/role uses it)
+//	berun/role                   the Role plug-in interface and registry; tcp-bulk, tcp-echo, and the scenario roles (ps, incast, failover, perftest, fragsize, hol, msgrate, pingpong, peak, flow)
+//	berun/counters               NIC/fabric counters before and after a run (sysfs, ethtool -S, DCQCN sysfs)
+//	berun/plan                   hosts file and run plan, turned into per-host assignments
+//	berun/agent                  `berun agent`: one controller session at a time, roles at the start instant
+//	berun/controller             `berun run`: connect, push, synchronized start, liveness, one result file
+//	cmd/berun/internal/selftest  `berun selftest`: verbs loopback between two QPs on one device (internal to the command)
+//	berun/e2e                    end-to-end tests with agents as processes (loopback, shaped netns)
 //
 // A run goes: the controller authenticates to every agent (mutual HMAC
 // challenge-response; the token never crosses the network), pushes the plan

@@ -1,11 +1,11 @@
-// Package selftest is `berun selftest`: a first check of a new RDMA host
-// before any run. It connects two RC queue pairs on one device to each other
-// (loopback through the NIC) and checks, with bounded waits, the verbs the
-// ByteExpress core depends on (paper §2.2, §5.4): SEND/RECV ping-pong
-// (reporting half round-trip latency), chained WRITEs with selective
-// signalling and one doorbell per batch (reporting bandwidth, then checking
-// the data landed), WRITE_WITH_IMM consuming a receive and carrying its
-// immediate, and READ.
+// Package selftest, internal to cmd/berun (its only user), is `berun
+// selftest`: a first check of a new RDMA host before any run. It connects
+// two RC queue pairs on one device to each other (loopback through the
+// NIC) and checks, with bounded waits, the verbs the ByteExpress core
+// depends on (paper §2.2, §5.4): SEND/RECV ping-pong (reporting half
+// round-trip latency), chained WRITEs with selective signalling and one
+// doorbell per batch (reporting bandwidth, then checking the data landed),
+// WRITE_WITH_IMM consuming a receive and carrying its immediate, and READ.
 //
 // It needs only the verbs port, so it runs on the libibverbs backend (the
 // command, built with -tags rdma) and, in this package's tests, on the
