@@ -50,7 +50,7 @@ if [ "${1:-}" != "--report" ]; then
 	mv "$out/bench.txt.tmp" "$out/bench.txt"
 fi
 [ "${1:-}" = "--measure" ] && exit 0
-go run ./bench/allocreport -o "$out" "$out/bench.txt"
+go run ./bench/internal/allocreport -o "$out" "$out/bench.txt"
 for ext in png svg; do
 	for r in small large; do
 		go run ./cmd/besim plot --table "$r" --x threads --y ops/s \

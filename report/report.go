@@ -37,7 +37,7 @@ const Unknown = "unknown"
 type Result struct {
 	// Format is the file format (Format); empty in version 1 files.
 	Format string `json:"format,omitempty"`
-	Tool   string `json:"tool"` // "besim", "berun" or "bench" (bench/allocreport)
+	Tool   string `json:"tool"` // "besim", "berun" or "bench" (bench/internal/allocreport)
 	// ToolVersion and Revision say which build wrote the result (the
 	// module version and VCS commit of runtime/debug.ReadBuildInfo, the
 	// commit with "+dirty" when the tree had local changes); Unknown when

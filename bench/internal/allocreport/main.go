@@ -1,11 +1,12 @@
-// Command allocreport turns the output of bemalloc's Figure 4 benchmark
-// (go test -bench BenchmarkAlloc ./byteexpress/bemalloc, paper §5.2 Figure
-// 4) into a besim result: result.json with one table per size range
-// (small, large), keyed allocator/threads, and each table as CSV and
-// Markdown, so that `besim plot --table` can draw it. bench/alloc.sh runs
+// Command allocreport, internal to bench (bench/alloc.sh is what runs it),
+// turns the output of bemalloc's Figure 4 benchmark (go test -bench
+// BenchmarkAlloc ./byteexpress/bemalloc, paper §5.2 Figure 4) into a besim
+// result: result.json with one table per size range (small, large), keyed
+// allocator/threads, and each table as CSV and Markdown, so that `besim
+// plot --table` can draw it. bench/alloc.sh runs
 // the benchmark and this command; see results/fig4/README.md.
 //
-//	go run ./bench/allocreport -o results/fig4 results/fig4/bench.txt
+//	go run ./bench/internal/allocreport -o results/fig4 results/fig4/bench.txt
 //
 // The numbers are wall-clock measurements of the machine that ran the
 // benchmark (its description is in the header lines the script writes,
