@@ -3,8 +3,9 @@
 # results/README.md). Run from anywhere inside the repository; each line is
 # one `besim run` (or `besim sweep`) of an embedded scenario, deterministic
 # (same scenario and seed, byte-identical JSON and CSVs). The whole script
-# takes about half an hour on 2 cores, most of it the Table 4 searches
-# (the one over the spine count alone about 20 minutes).
+# takes about 4 minutes on 2 cores (217 s wall, 290 CPU-s, measured
+# 2026-12-05 at a load average of 4-7), most of it the three Table 4
+# searches.
 set -eu
 # The production-scale runs (results/production, paper Tables 5-7) take
 # about 60 minutes and 18 GB on 2 cores (the 1 s TCP training run alone 10
@@ -37,16 +38,16 @@ go run ./cmd/besim sweep -q --set dcqcn.profile=connectx --set dcqcn.byte_counte
 	--set dcqcn.alpha_update=per-period,on-cnp --metrics "$M" -o results/dcqcn-profile/connectx-parts.json dcqcn-incast
 go run ./cmd/besim sweep -q --set dcqcn.profile=dcqcn-paper,connectx --set workload.window=none,16KiB \
 	--metrics worker/goodput,victim/goodput,pull/p50,pull/p99,pfc/frames_tx,pfc/host_paused,fabric/ecn_marks -o results/dcqcn-profile/fig15.json fig15-incast
-# paper Table 4 (§6.3): servers before PFC per send window (bisection; ~5 minutes on 2 cores)
+# paper Table 4 (§6.3): servers before PFC per send window (bisection; ~1.5 minutes and 54 CPU-s on 2 cores)
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set workload.window=4KiB,8KiB,16KiB,none -o results/table4/search.json fig14-incast
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set rnic.cc=none --set workload.window=4KiB,8KiB,16KiB,none -o results/table4/search-cc-none.json fig14-incast
 # Table 4's sensitivity to the fabric: the same search over the spine count
 # (workload.spines, default 4: one uplink from every leaf to each spine);
-# capped at 1024 servers (a point of 1024 servers takes about 1 GB and
-# 40 s), so a window whose onset lies beyond reports largest 1024. About
-# 20 minutes and 9 GB peak (two points at a time) on 2 cores.
+# capped at 1024 servers (a point of 1024 servers takes about 3 CPU-s and
+# 230 MB), so a window whose onset lies beyond reports largest 1024. About
+# 1.5 minutes, 123 CPU-s and 0.7 GB peak (two points at a time) on 2 cores.
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set workload.spines=1,2,4,8 --set workload.window=4KiB,8KiB,16KiB,none -o results/table4/spines.json fig14-incast
 # paper Figure 15 (§6.3): worker/victim bandwidth and pull latency per window (~20 s)
