@@ -183,7 +183,7 @@ func DefaultConfig() Config {
 		RegMRPerPage:    DefaultRegMRPerPage,
 
 		CC:          CCNone,
-		CNPInterval: sim.Time(dcqcn.DefaultCNPInterval),
+		CNPInterval: dcqcn.DefaultCNPInterval,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/besim/besim/dcqcn"
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -142,7 +143,7 @@ func (n *NIC) Attach(up fabric.Uplink) {
 	if n.cfg.CC == CCDCQCN {
 		d := n.cfg.DCQCN
 		if d.LineRate == 0 {
-			d = dcqcn.DefaultConfig(n.rate)
+			d = dcqcn.DefaultConfig(units.Rate(n.rate))
 		}
 		if err := d.Validate(); err != nil {
 			panic(fmt.Sprintf("rnic %s: %v", n.name, err))
@@ -510,7 +511,7 @@ func (n *NIC) Receive(now sim.Time, p *fabric.Packet) {
 	}
 	if p.Kind == fabric.KindCNP {
 		if q.cc != nil {
-			q.cc.OnCNP(int64(now))
+			q.cc.OnCNP(now)
 		}
 		n.st.CNPsHandled++
 		q.st.CNPsHandled++

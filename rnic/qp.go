@@ -266,7 +266,7 @@ func (q *QP) Stats() QPStats {
 // rate, or the port rate without congestion control.
 func (q *QP) Rate() int64 {
 	if q.cc != nil {
-		return min(q.cc.Rate(), q.nic.rate)
+		return min(q.cc.Rate().BitsPerSecond(), q.nic.rate)
 	}
 	return q.nic.rate
 }
@@ -362,7 +362,7 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
 		}
 		q.state = verbs.StateRTR
 		if q.typ == verbs.RC && n.cfg.CC == CCDCQCN {
-			q.np = dcqcn.NewNotificationPoint(int64(n.cfg.CNPInterval))
+			q.np = dcqcn.NewNotificationPoint(n.cfg.CNPInterval)
 			q.npOn = true
 		}
 	case verbs.StateRTS:

@@ -3,6 +3,7 @@ package rnic
 import (
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -238,9 +239,9 @@ func (q *QP) build(now sim.Time) *fabric.Packet {
 		p.ECN = fabric.ECT
 	}
 	if q.cc != nil {
-		q.cc.OnTimer(int64(now))
-		r := q.cc.Rate()
-		q.cc.OnPacketSent(int64(now), int64(p.Size))
+		q.cc.OnTimer(now)
+		r := q.cc.Rate().BitsPerSecond()
+		q.cc.OnPacketSent(now, units.Size(p.Size))
 		if r < n.rate {
 			q.nextTxAt = now + sim.TxTime(p.WireBytes(), r)
 		}
@@ -788,7 +789,7 @@ func (q *QP) respond(now, t sim.Time, p *fabric.Packet) bool {
 	}
 	if p.ECN == fabric.CE {
 		n.st.ECNMarked++
-		if q.npOn && q.np.OnECNMarkedPacket(int64(now)) {
+		if q.npOn && q.np.OnECNMarkedPacket(now) {
 			n.queueCNP(q)
 		}
 	}
