@@ -87,14 +87,10 @@ func ptr[S, M any, SV any, MV comparable](key string, sf func(*S) **SV, mf func(
 // Conversions between the scenario's types and the models'.
 func durTo(d scenarios.Duration) sim.Time         { return d.Time() }
 func durFrom(t sim.Time) scenarios.Duration       { return scenarios.Duration(t) }
-func sizeTo(s scenarios.Size) int64               { return int64(s) }
-func sizeFrom(b int64) scenarios.Size             { return scenarios.Size(b) }
-func rateTo(r scenarios.Rate) int64               { return int64(r) }
-func rateFrom(b int64) scenarios.Rate             { return scenarios.Rate(b) }
-func unitRateTo(r scenarios.Rate) units.Rate      { return units.Rate(r) }
-func unitRateFrom(r units.Rate) scenarios.Rate    { return scenarios.Rate(r) }
-func unitSizeTo(s scenarios.Size) units.Size      { return units.Size(s) }
-func unitSizeFrom(s units.Size) scenarios.Size    { return scenarios.Size(s) }
+func rateTo(r scenarios.Rate) units.Rate          { return units.Rate(r) }
+func rateFrom(r units.Rate) scenarios.Rate        { return scenarios.Rate(r) }
+func sizeTo(s scenarios.Size) units.Size          { return units.Size(s) }
+func sizeFrom(s units.Size) scenarios.Size        { return scenarios.Size(s) }
 func same[T any](v T) T                           { return v }
 func u8To(v int) uint8                            { return uint8(v) }
 func u8From(v uint8) int                          { return int(v) }
@@ -144,10 +140,10 @@ var rnicKnobs = []knob[scenarios.RNIC, rnic.Config]{
 	val("units", func(r *scenarios.RNIC) *int { return &r.Units }, func(c *rnic.Config) *int { return &c.Units }, same[int], same[int]),
 	ptr("cqe_cost", func(r *scenarios.RNIC) **scenarios.Duration { return &r.CQECost }, func(c *rnic.Config) *sim.Time { return &c.CQECost }, durTo, durFrom),
 	val("qp_cache_entries", func(r *scenarios.RNIC) *int { return &r.QPCacheEntries }, func(c *rnic.Config) *int { return &c.QPCacheEntries }, same[int], same[int]),
-	val("rx_buffer", func(r *scenarios.RNIC) *scenarios.Size { return &r.RxBuffer }, func(c *rnic.Config) *int64 { return &c.RxBuffer }, sizeTo, sizeFrom),
+	val("rx_buffer", func(r *scenarios.RNIC) *scenarios.Size { return &r.RxBuffer }, func(c *rnic.Config) *units.Size { return &c.RxBuffer }, sizeTo, sizeFrom),
 	val("ack_req_every", func(r *scenarios.RNIC) *int { return &r.AckReqEvery }, func(c *rnic.Config) *int { return &c.AckReqEvery }, same[int], same[int]),
 	ptr("cnp_prio", func(r *scenarios.RNIC) **int { return &r.CNPPrio }, func(c *rnic.Config) *uint8 { return &c.CNPPrio }, u8To, u8From),
-	val("pcie.bandwidth", func(r *scenarios.RNIC) *scenarios.Rate { return &r.PCIe.Bandwidth }, func(c *rnic.Config) *int64 { return &c.DMABandwidth }, rateTo, rateFrom),
+	val("pcie.bandwidth", func(r *scenarios.RNIC) *scenarios.Rate { return &r.PCIe.Bandwidth }, func(c *rnic.Config) *units.Rate { return &c.DMABandwidth }, rateTo, rateFrom),
 	ptr("pcie.read_latency", func(r *scenarios.RNIC) **scenarios.Duration { return &r.PCIe.ReadLatency }, func(c *rnic.Config) *sim.Time { return &c.DMAReadLatency }, durTo, durFrom),
 	ptr("pcie.write_latency", func(r *scenarios.RNIC) **scenarios.Duration { return &r.PCIe.WriteLatency }, func(c *rnic.Config) *sim.Time { return &c.DMAWriteLatency }, durTo, durFrom),
 	ptr("pcie.mmio_latency", func(r *scenarios.RNIC) **scenarios.Duration { return &r.PCIe.MMIOLatency }, func(c *rnic.Config) *sim.Time { return &c.MMIOLatency }, durTo, durFrom),
@@ -214,11 +210,11 @@ var dcqcnKnobs = []knob[scenarios.DCQCN, dcqcnModel]{
 	val("initial_alpha", func(d *scenarios.DCQCN) *scenarios.Ratio { return &d.InitialAlpha }, func(m *dcqcnModel) *float64 { return &m.InitialAlpha }, ratioTo, ratioFrom),
 	val("alpha_timer", func(d *scenarios.DCQCN) *scenarios.Duration { return &d.AlphaTimer }, func(m *dcqcnModel) *sim.Time { return &m.AlphaTimer }, durTo, durFrom),
 	val("rate_timer", func(d *scenarios.DCQCN) *scenarios.Duration { return &d.RateTimer }, func(m *dcqcnModel) *sim.Time { return &m.RateTimer }, durTo, durFrom),
-	val("byte_counter", func(d *scenarios.DCQCN) *scenarios.Size { return &d.ByteCounter }, func(m *dcqcnModel) *units.Size { return &m.ByteCounter }, unitSizeTo, unitSizeFrom),
+	val("byte_counter", func(d *scenarios.DCQCN) *scenarios.Size { return &d.ByteCounter }, func(m *dcqcnModel) *units.Size { return &m.ByteCounter }, sizeTo, sizeFrom),
 	ptr("fast_recovery", func(d *scenarios.DCQCN) **int { return &d.FastRecovery }, func(m *dcqcnModel) *int { return &m.FastRecoveryStages }, same[int], same[int]),
-	val("ai_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.AIRate }, func(m *dcqcnModel) *units.Rate { return &m.AdditiveIncrease }, unitRateTo, unitRateFrom),
-	val("hai_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.HAIRate }, func(m *dcqcnModel) *units.Rate { return &m.HyperIncrease }, unitRateTo, unitRateFrom),
-	val("min_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.MinRate }, func(m *dcqcnModel) *units.Rate { return &m.MinRate }, unitRateTo, unitRateFrom),
+	val("ai_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.AIRate }, func(m *dcqcnModel) *units.Rate { return &m.AdditiveIncrease }, rateTo, rateFrom),
+	val("hai_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.HAIRate }, func(m *dcqcnModel) *units.Rate { return &m.HyperIncrease }, rateTo, rateFrom),
+	val("min_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.MinRate }, func(m *dcqcnModel) *units.Rate { return &m.MinRate }, rateTo, rateFrom),
 	ptr("cnp_interval", func(d *scenarios.DCQCN) **scenarios.Duration { return &d.CNPInterval }, func(m *dcqcnModel) *sim.Time { return &m.CNPInterval }, durTo, durFrom),
 	ptr("decrease_period", func(d *scenarios.DCQCN) **scenarios.Duration { return &d.DecreasePeriod }, func(m *dcqcnModel) *sim.Time { return &m.DecreasePeriod }, durTo, durFrom),
 	val("alpha_update", func(d *scenarios.DCQCN) *scenarios.AlphaUpdate { return &d.AlphaUpdate }, func(m *dcqcnModel) *bool { return &m.AlphaSampled }, alphaTo, alphaFrom),

@@ -32,7 +32,7 @@ func NICConfig(s *scenarios.Scenario, lineRate int64) (rnic.Config, error) {
 			c.MRCacheWays = m.Ways
 		}
 		if m.Page > 0 {
-			c.MTTPage = int64(m.Page)
+			c.MTTPage = units.Size(m.Page)
 		}
 	}
 

@@ -138,7 +138,7 @@ func (n *NIC) Attach(up fabric.Uplink) {
 	}
 	n.rxLimit = n.cfg.RxBacklogLimit
 	if n.rxLimit == 0 {
-		n.rxLimit = sim.TxTime(n.cfg.RxBuffer, n.rate)
+		n.rxLimit = sim.TxTime(n.cfg.RxBuffer.Bytes(), n.rate)
 	}
 	if n.cfg.CC == CCDCQCN {
 		d := n.cfg.DCQCN
@@ -561,7 +561,7 @@ func (n *NIC) rxUnitBusy(q *QP, t, d sim.Time) sim.Time {
 // and accounted in request order from now.
 func (n *NIC) dmaWrite(now, t sim.Time, bytes int64) sim.Time {
 	if bytes > 0 {
-		d := sim.TxTime(bytes, n.cfg.DMABandwidth)
+		d := sim.TxTime(bytes, n.cfg.DMABandwidth.BitsPerSecond())
 		n.dmaWr = max(n.dmaWr, now) + d
 		t = max(t+d, n.dmaWr)
 	}

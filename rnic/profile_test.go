@@ -43,7 +43,7 @@ func TestDCQCNProfilesTwoFlows(t *testing.T) {
 				}
 				s.k.RunUntil(now)
 			}
-			want := int64(float64(line) * (1 - p.dc.InitialAlpha/2))
+			want := units.Rate(float64(line) * (1 - p.dc.InitialAlpha/2))
 			if q.Rate() != want || q.rp.Stats().Decreases != 1 {
 				t.Fatalf("first CNP: rate %d, %d decreases; want %d (1 - %v/2 of line rate)", q.Rate(), q.rp.Stats().Decreases, want, p.dc.InitialAlpha)
 			}

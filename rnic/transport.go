@@ -191,7 +191,7 @@ func (q *QP) prepare(now sim.Time) {
 		// The unit gathers the payload (dma of its time); the PCIe read
 		// channel, shared NIC-wide, is accounted in request order from
 		// now, so the unit's own stalls never block other units' reads.
-		dma = sim.TxTime(bytes, cfg.DMABandwidth)
+		dma = sim.TxTime(bytes, cfg.DMABandwidth.BitsPerSecond())
 		n.dmaRd = max(n.dmaRd, now) + dma
 		s = max(s+dma, n.dmaRd)
 	}
@@ -269,7 +269,7 @@ func (n *NIC) moved(rdma bool, off, pay int64) int64 {
 	case !rdma || n.cfg.RDMAHead <= 0:
 		return pay
 	}
-	return max(0, min(pay, n.cfg.RDMAHead-off))
+	return max(0, min(pay, n.cfg.RDMAHead.Bytes()-off))
 }
 
 // setPayload sizes p.Data for n bytes (payload mode).
