@@ -2,36 +2,38 @@ package dcqcn
 
 import (
 	"fmt"
-	"math"
+
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Default parameter values; see the package comment for their sources.
 const (
-	DefaultG                  float64 = 1.0 / 256
-	DefaultInitialAlpha       float64 = 1
-	DefaultAlphaTimer         int64   = 55_000_000  // K = 55 us, in ps
-	DefaultRateTimer          int64   = 55_000_000  // T = 55 us, in ps
-	DefaultByteCounter        int64   = 10_000_000  // B = 10 MB, in bytes
-	DefaultFastRecoveryStages int     = 5           // F
-	DefaultAdditiveIncrease   int64   = 5_000_000   // R_AI = 5 Mb/s
-	DefaultHyperIncrease      int64   = 50_000_000  // R_HAI = 50 Mb/s
-	DefaultMinRate            int64   = 100_000_000 // 100 Mb/s
-	DefaultCNPInterval        int64   = 50_000_000  // N = 50 us, in ps
+	DefaultG                  float64    = 1.0 / 256
+	DefaultInitialAlpha       float64    = 1
+	DefaultAlphaTimer         sim.Time   = 55 * sim.Microsecond // K = 55 us
+	DefaultRateTimer          sim.Time   = 55 * sim.Microsecond // T = 55 us
+	DefaultByteCounter        units.Size = 10 * units.MB        // B = 10 MB
+	DefaultFastRecoveryStages int        = 5                    // F
+	DefaultAdditiveIncrease   units.Rate = 5 * units.Mbps       // R_AI = 5 Mb/s
+	DefaultHyperIncrease      units.Rate = 50 * units.Mbps      // R_HAI = 50 Mb/s
+	DefaultMinRate            units.Rate = 100 * units.Mbps     // 100 Mb/s
+	DefaultCNPInterval        sim.Time   = 50 * sim.Microsecond // N = 50 us
 )
 
-// Config holds the reaction-point parameters. Times are picoseconds, rates
-// bits/s, sizes bytes.
+// Config holds the reaction-point parameters: times are sim.Time
+// (picoseconds), rates units.Rate (bits/s), sizes units.Size (bytes).
 type Config struct {
-	LineRate           int64   // initial rate and ceiling of Rc and Rt
-	MinRate            int64   // floor of Rc
-	G                  float64 // alpha gain g, in (0, 1]
-	InitialAlpha       float64 // alpha before the first CNP, in [0, 1]
-	AlphaTimer         int64   // K: alpha decays after each K without a CNP
-	RateTimer          int64   // T: rate-increase timer period
-	ByteCounter        int64   // B: bytes per byte-counter expiry
-	FastRecoveryStages int     // F: stages of fast recovery before increase
-	AdditiveIncrease   int64   // R_AI: Rt step in additive increase
-	HyperIncrease      int64   // R_HAI: Rt step unit in hyper increase
+	LineRate           units.Rate // initial rate and ceiling of Rc and Rt
+	MinRate            units.Rate // floor of Rc
+	G                  float64    // alpha gain g, in (0, 1]
+	InitialAlpha       float64    // alpha before the first CNP, in [0, 1]
+	AlphaTimer         sim.Time   // K: alpha decays after each K without a CNP
+	RateTimer          sim.Time   // T: rate-increase timer period
+	ByteCounter        units.Size // B: bytes per byte-counter expiry
+	FastRecoveryStages int        // F: stages of fast recovery before increase
+	AdditiveIncrease   units.Rate // R_AI: Rt step in additive increase
+	HyperIncrease      units.Rate // R_HAI: Rt step unit in hyper increase
 	// DecreasePeriod coalesces decreases: at most one decrease per period.
 	// A CNP within DecreasePeriod of the last decrease is deferred to one
 	// decrease at the period's end (ConnectX rate_reduce_monitor_period:
@@ -39,7 +41,7 @@ type Config struct {
 	// at the beginning of the next interval"); CNPs until then join it.
 	// The increase counters restart at the decrease, not at each CNP. 0
 	// (the paper): every CNP decreases at once.
-	DecreasePeriod int64
+	DecreasePeriod sim.Time
 	// AlphaSampled selects the ConnectX alpha estimator instead of the
 	// paper's: alpha is updated once every AlphaTimer (dce_tcp_rtt) from
 	// the first CNP on, alpha = (1-G)·alpha + G if a CNP arrived in that
@@ -81,9 +83,9 @@ func (c Clamp) String() string {
 	return fmt.Sprintf("Clamp(%d)", int(c))
 }
 
-// DefaultConfig returns the default parameters for a port of lineRate bits/s.
+// DefaultConfig returns the default parameters for a port of lineRate.
 // MinRate is capped at lineRate so that slow links still validate.
-func DefaultConfig(lineRate int64) Config {
+func DefaultConfig(lineRate units.Rate) Config {
 	return Config{
 		LineRate:           lineRate,
 		MinRate:            min(DefaultMinRate, lineRate),
@@ -100,7 +102,7 @@ func DefaultConfig(lineRate int64) Config {
 
 // maxRate bounds rates so that rate arithmetic cannot overflow and float64
 // conversions stay exact (2^53 bits/s is about 9 Pb/s).
-const maxRate = 1 << 53
+const maxRate units.Rate = 1 << 53
 
 // Validate reports the first invalid field, naming it.
 func (c Config) Validate() error {
@@ -133,10 +135,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// addSat returns a+b for b >= 0, saturating at math.MaxInt64.
-func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
+// addSat returns the instant a+b for b >= 0, saturating at Never
+// (math.MaxInt64).
+func addSat(a, b sim.Time) sim.Time {
+	if a > Never-b {
+		return Never
 	}
 	return a + b
 }

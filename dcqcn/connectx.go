@@ -1,5 +1,10 @@
 package dcqcn
 
+import (
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
+)
+
 // The ConnectX firmware's DCQCN defaults (ConnectX-4 and later; the
 // ByteExpress paper's hosts have 25 Gbps ConnectX-5 NICs, §7). Sources:
 //
@@ -23,25 +28,25 @@ const (
 	// per period, so the gain G = (1024-1019)/1024 [mc].
 	ConnectXG float64 = 5.0 / 1024
 	// dce_tcp_rtt = 1 us [nv, cx5]: the alpha update period.
-	ConnectXAlphaTimer int64 = 1_000_000
+	ConnectXAlphaTimer sim.Time = 1 * sim.Microsecond
 	// initial_alpha_value = 1023 (of 1024) [nv, cx5].
 	ConnectXInitialAlpha float64 = 1023.0 / 1024
 	// rpg_time_reset = 300 us [cx5]: the rate-increase timer T.
-	ConnectXRateTimer int64 = 300_000_000
+	ConnectXRateTimer sim.Time = 300 * sim.Microsecond
 	// rpg_byte_reset = 32767 bytes [cx5]: the byte counter B.
-	ConnectXByteCounter int64 = 32767
+	ConnectXByteCounter units.Size = 32767 * units.Byte
 	// rpg_threshold = 1 [cx5]: stages before leaving fast recovery, F.
 	ConnectXFastRecoveryStages int = 1
 	// rpg_ai_rate = 5 Mb/s, rpg_hai_rate = 50 Mb/s [cx5].
-	ConnectXAdditiveIncrease int64 = 5_000_000
-	ConnectXHyperIncrease    int64 = 50_000_000
+	ConnectXAdditiveIncrease units.Rate = 5 * units.Mbps
+	ConnectXHyperIncrease    units.Rate = 50 * units.Mbps
 	// rpg_min_rate = 1 Mb/s [nv, cx5].
-	ConnectXMinRate int64 = 1_000_000
+	ConnectXMinRate units.Rate = 1 * units.Mbps
 	// rate_reduce_monitor_period = 4 us [nv, cx5]: at most one decrease
 	// per period (Config.DecreasePeriod).
-	ConnectXDecreasePeriod int64 = 4_000_000
+	ConnectXDecreasePeriod sim.Time = 4 * sim.Microsecond
 	// min_time_between_cnps = 2 us [cx5]: the notification point's N.
-	ConnectXCNPInterval int64 = 2_000_000
+	ConnectXCNPInterval sim.Time = 2 * sim.Microsecond
 )
 
 // Not separate parameters of the model, because their defaults need none:
@@ -58,9 +63,9 @@ const (
 //	  NIC and fabric configuration (rnic.Config.CNPPrio), not to DCQCN.
 
 // ConnectXConfig returns the ConnectX firmware defaults for a port of
-// lineRate bits/s, MinRate capped at lineRate. Its CNP interval (a
+// lineRate, MinRate capped at lineRate. Its CNP interval (a
 // notification-point parameter) is ConnectXCNPInterval.
-func ConnectXConfig(lineRate int64) Config {
+func ConnectXConfig(lineRate units.Rate) Config {
 	return Config{
 		LineRate:           lineRate,
 		MinRate:            min(ConnectXMinRate, lineRate),

@@ -1,13 +1,15 @@
 package dcqcn
 
-import "math"
+import (
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
+)
 
-// Never is the NextTimer value meaning "no wakeup wanted". It equals
-// sim.Never.
-const Never int64 = math.MaxInt64
+// Never is the NextTimer value meaning "no wakeup wanted": sim.Never.
+const Never = sim.Never
 
 // Controller is a per-QP sender-side congestion controller. All times are
-// int64 picoseconds and must be non-decreasing across calls on one
+// sim.Time (picoseconds) and must be non-decreasing across calls on one
 // controller; an earlier time is treated as the latest time seen.
 //
 // The caller schedules one event at NextTimer() and calls OnTimer then. A
@@ -17,23 +19,23 @@ const Never int64 = math.MaxInt64
 type Controller interface {
 	// Name identifies the algorithm in reports.
 	Name() string
-	// Rate is the current sending rate in bits/s.
-	Rate() int64
+	// Rate is the current sending rate.
+	Rate() units.Rate
 	// OnPacketSent reports bytes put on the wire at now.
-	OnPacketSent(now int64, bytes int64)
+	OnPacketSent(now sim.Time, bytes units.Size)
 	// OnCNP reports a congestion notification received at now.
-	OnCNP(now int64)
+	OnCNP(now sim.Time)
 	// NextTimer is the earliest time at which the controller wants OnTimer
 	// called, or Never.
-	NextTimer() int64
+	NextTimer() sim.Time
 	// OnTimer processes every timer due at or before now. Calling it early
 	// or repeatedly is harmless.
-	OnTimer(now int64)
+	OnTimer(now sim.Time)
 }
 
 // None is no congestion control: it always sends at LineRate.
 type None struct {
-	LineRate int64 // bits/s
+	LineRate units.Rate
 }
 
 var (
@@ -45,16 +47,16 @@ var (
 func (None) Name() string { return "none" }
 
 // Rate returns LineRate.
-func (n None) Rate() int64 { return n.LineRate }
+func (n None) Rate() units.Rate { return n.LineRate }
 
 // OnPacketSent does nothing.
-func (None) OnPacketSent(now int64, bytes int64) {}
+func (None) OnPacketSent(now sim.Time, bytes units.Size) {}
 
 // OnCNP does nothing.
-func (None) OnCNP(now int64) {}
+func (None) OnCNP(now sim.Time) {}
 
 // NextTimer returns Never.
-func (None) NextTimer() int64 { return Never }
+func (None) NextTimer() sim.Time { return Never }
 
 // OnTimer does nothing.
-func (None) OnTimer(now int64) {}
+func (None) OnTimer(now sim.Time) {}

@@ -4,12 +4,15 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 const (
-	us   int64 = 1_000_000 // ps per microsecond (as sim.Microsecond)
-	mbps int64 = 1_000_000
-	gbps       = 1000 * mbps
+	us   = sim.Microsecond
+	mbps = units.Rate(units.Mbps)
+	gbps = units.Rate(units.Gbps)
 )
 
 func newRP(t testing.TB, cfg Config) *ReactionPoint {
@@ -100,9 +103,9 @@ func TestInitialState(t *testing.T) {
 func TestCNPDecrease(t *testing.T) {
 	cases := []struct {
 		name   string
-		line   int64
+		line   units.Rate
 		alpha0 float64
-		want   int64 // Rc after one CNP
+		want   units.Rate // Rc after one CNP
 	}{
 		{"10G alpha 1 halves", 10 * gbps, 1, 5 * gbps},
 		{"100G alpha 1 halves", 100 * gbps, 1, 50 * gbps},
@@ -128,7 +131,7 @@ func TestCNPDecrease(t *testing.T) {
 	// With alpha 1 it stays 1, so back-to-back CNPs halve each time.
 	r := newRP(t, DefaultConfig(100*gbps))
 	for i := range 4 {
-		r.OnCNP(int64(i) * us)
+		r.OnCNP(sim.Time(i) * us)
 	}
 	if r.Rate() != 100*gbps/16 || r.TargetRate() != 100*gbps/8 || r.Alpha() != 1 {
 		t.Errorf("after 4 CNPs: Rc %d Rt %d alpha %v", r.Rate(), r.TargetRate(), r.Alpha())
@@ -146,17 +149,17 @@ func TestAlphaDecay(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		cnps []int64 // CNP times
-		at   int64   // time alpha is read
+		cnps []sim.Time // CNP times
+		at   sim.Time   // time alpha is read
 		want float64
 	}{
-		{"just before K", []int64{0}, k - 1, 1},
-		{"at K", []int64{0}, k, 1 - g},
-		{"3K later", []int64{0}, 3*k + k/2, decayed(1, 3)},
-		{"1000K later", []int64{0}, 1000 * k, decayed(1, 1000)},
+		{"just before K", []sim.Time{0}, k - 1, 1},
+		{"at K", []sim.Time{0}, k, 1 - g},
+		{"3K later", []sim.Time{0}, 3*k + k/2, decayed(1, 3)},
+		{"1000K later", []sim.Time{0}, 1000 * k, decayed(1, 1000)},
 		// A CNP restarts the quiet period: none has been K long at 1.4K.
-		{"CNP resets timer", []int64{0, k / 2}, k + 2*k/5, 1},
-		{"decay after second CNP", []int64{0, k / 2}, k/2 + k, 1 - g},
+		{"CNP resets timer", []sim.Time{0, k / 2}, k + 2*k/5, 1},
+		{"decay after second CNP", []sim.Time{0, k / 2}, k/2 + k, 1 - g},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,7 +179,7 @@ func TestAlphaDecay(t *testing.T) {
 	r.OnTimer(100 * k)
 	rc, a := r.Rate(), r.Alpha()
 	r.OnCNP(100 * k)
-	if want := int64(float64(rc) * (1 - a/2)); r.Rate() != want || a >= 1 {
+	if want := units.Rate(float64(rc) * (1 - a/2)); r.Rate() != want || a >= 1 {
 		t.Errorf("Rc after decayed CNP %d, want %d (alpha %v)", r.Rate(), want, a)
 	}
 	// A quiet spell long enough to reach alpha's fixed point terminates.
@@ -187,12 +190,12 @@ func TestAlphaDecay(t *testing.T) {
 }
 
 func TestRepeatedCNPsFloorAtMinRate(t *testing.T) {
-	for _, line := range []int64{10 * gbps, 100 * gbps, 400 * gbps} {
+	for _, line := range []units.Rate{10 * gbps, 100 * gbps, 400 * gbps} {
 		cfg := DefaultConfig(line)
 		r := newRP(t, cfg)
 		prev := r.Rate()
 		for i := range 200 {
-			r.OnCNP(int64(i) * us) // faster than T: no increase in between
+			r.OnCNP(sim.Time(i) * us) // faster than T: no increase in between
 			if r.Rate() < cfg.MinRate || r.Rate() > prev {
 				t.Fatalf("line %d: CNP %d: Rc %d (prev %d, min %d)", line, i, r.Rate(), prev, cfg.MinRate)
 			}
@@ -217,13 +220,13 @@ func TestFastRecoveryThenAdditive(t *testing.T) {
 	cfg := DefaultConfig(100 * gbps)
 	r := newRP(t, cfg)
 	for i := range 3 { // Rc = 12.5G, Rt = 25G
-		r.OnCNP(int64(i))
+		r.OnCNP(sim.Time(i))
 	}
-	cnp := int64(2)
+	cnp := sim.Time(2)
 	rt, rc := r.TargetRate(), r.Rate()
 	// No bytes sent: only the timer drives increases.
 	for stage := int64(1); stage <= int64(cfg.FastRecoveryStages)+3; stage++ {
-		at := cnp + stage*cfg.RateTimer
+		at := cnp + sim.Time(stage)*cfg.RateTimer
 		if r.NextTimer() != at {
 			t.Fatalf("stage %d: NextTimer %d, want %d", stage, r.NextTimer(), at)
 		}
@@ -236,7 +239,7 @@ func TestFastRecoveryThenAdditive(t *testing.T) {
 			t.Fatalf("stage %d: Rt %d Rc %d, want %d %d", stage, r.TargetRate(), r.Rate(), rt, rc)
 		}
 		// Fast recovery halves the gap to Rt at each of its F stages.
-		if gap := int64(12500 * mbps); stage == int64(cfg.FastRecoveryStages) && rt-rc > gap>>stage {
+		if gap := 12500 * mbps; stage == int64(cfg.FastRecoveryStages) && rt-rc > gap>>stage {
 			t.Errorf("after fast recovery Rc %d is more than %d below Rt %d", rc, gap>>stage, rt)
 		}
 	}
@@ -250,21 +253,21 @@ func TestFastRecoveryThenAdditive(t *testing.T) {
 // of CNPs and checks the rate climbs monotonically through all three stages
 // back to line rate, where the timer stops.
 func TestRecoveryToLineRate(t *testing.T) {
-	for _, line := range []int64{25 * gbps, 100 * gbps} {
+	for _, line := range []units.Rate{25 * gbps, 100 * gbps} {
 		cfg := DefaultConfig(line)
 		r := newRP(t, cfg)
 		for range 6 {
 			r.OnCNP(0) // Rc = line/64
 		}
 		const pkt = 4096
-		now, nextPkt := int64(0), int64(0)
+		now, nextPkt := sim.Time(0), sim.Time(0)
 		prev := r.Rate()
-		var firstAI, firstHAI int64 = -1, -1
+		var firstAI, firstHAI sim.Time = -1, -1
 		for r.Rate() < line && now < 2e12 {
 			now = min(r.NextTimer(), nextPkt)
 			if now == nextPkt {
 				r.OnPacketSent(now, pkt)
-				nextPkt = now + pkt*8*1e12/r.Rate()
+				nextPkt = now + sim.Time(pkt*8*1e12/r.Rate().BitsPerSecond())
 			} else {
 				r.OnTimer(now)
 			}
@@ -391,9 +394,9 @@ func TestLazyEqualsEager(t *testing.T) {
 	cfg.ByteCounter = 200_000 // exercise byte-counter stages
 	rng := rand.New(rand.NewPCG(7, 11))
 	eager, lazy := newRP(t, cfg), newRP(t, cfg)
-	now := int64(0)
+	now := sim.Time(0)
 	for range 20_000 {
-		next := now + rng.Int64N(20*us)
+		next := now + sim.Time(rng.Int64N(int64(20*us)))
 		for tick := now + us; tick < next; tick += us {
 			for eager.NextTimer() <= tick {
 				eager.OnTimer(eager.NextTimer())
@@ -408,7 +411,7 @@ func TestLazyEqualsEager(t *testing.T) {
 			eager.OnCNP(now)
 			lazy.OnCNP(now)
 		} else {
-			n := rng.Int64N(9000) + 64
+			n := units.Size(rng.Int64N(9000) + 64)
 			eager.OnPacketSent(now, n)
 			lazy.OnPacketSent(now, n)
 		}
@@ -445,16 +448,16 @@ func TestNotificationPoint(t *testing.T) {
 	const n = DefaultCNPInterval
 	cases := []struct {
 		name     string
-		interval int64
-		marks    []int64
+		interval sim.Time
+		marks    []sim.Time
 		want     []bool
 	}{
-		{"first mark sends", n, []int64{123}, []bool{true}},
-		{"paper 50us", n, []int64{0, 10 * us, n - 1, n, n + 10*us, 2 * n, 4 * n},
+		{"first mark sends", n, []sim.Time{123}, []bool{true}},
+		{"paper 50us", n, []sim.Time{0, 10 * us, n - 1, n, n + 10*us, 2 * n, 4 * n},
 			[]bool{true, false, false, true, false, true, true}},
 		{"interval measured from last CNP, not last mark", n,
-			[]int64{0, 40 * us, 80 * us, 100 * us}, []bool{true, false, true, false}},
-		{"zero interval answers every mark", 0, []int64{0, 0, 1, 1}, []bool{true, true, true, true}},
+			[]sim.Time{0, 40 * us, 80 * us, 100 * us}, []bool{true, false, true, false}},
+		{"zero interval answers every mark", 0, []sim.Time{0, 0, 1, 1}, []bool{true, true, true, true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -485,7 +488,7 @@ func TestNotificationPoint(t *testing.T) {
 func TestZeroAllocs(t *testing.T) {
 	r := newRP(t, DefaultConfig(100*gbps))
 	var c Controller = r
-	now := int64(0)
+	now := sim.Time(0)
 	np := NewNotificationPoint(DefaultCNPInterval)
 	cases := []struct {
 		name string
@@ -508,7 +511,7 @@ func TestZeroAllocs(t *testing.T) {
 // the reaction point's steady-state mix of events.
 func BenchmarkReactionPointCycle(b *testing.B) {
 	r := newRP(b, DefaultConfig(100*gbps))
-	now := int64(0)
+	now := sim.Time(0)
 	b.ReportAllocs()
 	events := 0
 	for b.Loop() {
@@ -519,7 +522,7 @@ func BenchmarkReactionPointCycle(b *testing.B) {
 				r.OnTimer(next)
 			}
 			r.OnPacketSent(now, 4096)
-			now += 4096 * 8 * 1e12 / r.Rate()
+			now += sim.Time(4096 * 8 * 1e12 / r.Rate().BitsPerSecond())
 			events++
 		}
 	}
@@ -529,7 +532,7 @@ func BenchmarkReactionPointCycle(b *testing.B) {
 func BenchmarkOnPacketSent(b *testing.B) {
 	r := newRP(b, DefaultConfig(100*gbps))
 	r.OnCNP(0)
-	now := int64(0)
+	now := sim.Time(0)
 	b.ReportAllocs()
 	for b.Loop() {
 		now += 300_000
@@ -542,7 +545,7 @@ func BenchmarkOnPacketSent(b *testing.B) {
 
 func BenchmarkOnCNP(b *testing.B) {
 	r := newRP(b, DefaultConfig(100*gbps))
-	now := int64(0)
+	now := sim.Time(0)
 	b.ReportAllocs()
 	for b.Loop() {
 		now += 60 * us
@@ -552,7 +555,7 @@ func BenchmarkOnCNP(b *testing.B) {
 
 func BenchmarkNotificationPoint(b *testing.B) {
 	np := NewNotificationPoint(DefaultCNPInterval)
-	now := int64(0)
+	now := sim.Time(0)
 	b.ReportAllocs()
 	for b.Loop() {
 		now += 1000
@@ -565,9 +568,8 @@ func BenchmarkNotificationPoint(b *testing.B) {
 // period's end (NextTimer asks for it). With 0 (the paper) every CNP
 // decreases.
 func TestDecreasePeriod(t *testing.T) {
-	const us = 1_000_000 // ps
-	for _, period := range []int64{0, 4 * us} {
-		cfg := DefaultConfig(25_000_000_000)
+	for _, period := range []sim.Time{0, 4 * us} {
+		cfg := DefaultConfig(25 * gbps)
 		cfg.DecreasePeriod = period
 		r, err := NewReactionPoint(cfg)
 		if err != nil {
@@ -605,7 +607,7 @@ func TestDecreasePeriod(t *testing.T) {
 			t.Errorf("period %d: %d decreases", period, got)
 		}
 	}
-	bad := DefaultConfig(1e9)
+	bad := DefaultConfig(1 * gbps)
 	bad.DecreasePeriod = -1
 	if bad.Validate() == nil {
 		t.Error("a negative decrease period validated")

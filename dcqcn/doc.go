@@ -7,9 +7,10 @@
 // The shape follows quic-go's internal/congestion: a small Controller
 // interface that the simulated RNIC feeds with events carrying explicit
 // times, and that reports the earliest time it wants to be woken
-// (NextTimer). Times are int64 picoseconds, the same scale as sim.Time
-// (convert with int64(t)); plain int64 keeps this package free of
-// dependencies. Rates are int64 bits/s, sizes int64 bytes.
+// (NextTimer). Its boundary is typed: times are sim.Time (picoseconds),
+// rates units.Rate (bits/s) and sizes units.Size (bytes), so a caller
+// cannot pass a byte count where a time or a rate belongs. It imports only
+// those two leaf packages: no event kernel, no other model.
 //
 // What is modelled:
 //

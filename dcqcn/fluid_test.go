@@ -3,6 +3,9 @@ package dcqcn
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // fluidResult summarises a two-flow run of fluidRun.
@@ -15,14 +18,14 @@ type fluidResult struct {
 	avgUtil           float64 // sum of avg / capacity
 }
 
-// fluidRun simulates two DCQCN flows into one bottleneck of capacity c bits/s
+// fluidRun simulates two DCQCN flows into one bottleneck of capacity c
 // in fixed steps. The switch marks each 1 KB packet with RED probability
 // (the paper's Kmin = 5 KB, Kmax = 200 KB, Pmax = 1%) on the queue it finds,
 // so each flow's marks, and thus its CNPs, scale with its rate. CNPs reach
 // the sender a base RTT plus the queueing delay later. Flow 1 starts at line
 // rate and flow 2 at about 1/16 of it, so equal rates at the end mean the
 // controller converged rather than started fair.
-func fluidRun(t testing.TB, cfg Config, cnpN int64, c int64, dur, window int64, seed uint64) fluidResult {
+func fluidRun(t testing.TB, cfg Config, cnpN sim.Time, c units.Rate, dur, window sim.Time, seed uint64) fluidResult {
 	t.Helper()
 	const (
 		step    = 1 * us
@@ -35,8 +38,8 @@ func fluidRun(t testing.TB, cfg Config, cnpN int64, c int64, dur, window int64, 
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	var rp [2]*ReactionPoint
 	var np [2]NotificationPoint
-	var pending [2][]int64 // CNP arrival times at the RP, FIFO
-	var frac [2]float64    // packet fraction carried between steps
+	var pending [2][]sim.Time // CNP arrival times at the RP, FIFO
+	var frac [2]float64       // packet fraction carried between steps
 	var sum [2]float64
 	var res fluidResult
 	for i := range rp {
@@ -52,7 +55,7 @@ func fluidRun(t testing.TB, cfg Config, cnpN int64, c int64, dur, window int64, 
 	}
 	q := 0.0
 	samples := 0
-	for now := int64(0); now < dur; now += step {
+	for now := sim.Time(0); now < dur; now += step {
 		arrived := 0.0
 		for i := range rp {
 			for len(pending[i]) > 0 && pending[i][0] <= now {
@@ -62,7 +65,7 @@ func fluidRun(t testing.TB, cfg Config, cnpN int64, c int64, dur, window int64, 
 			rp[i].OnTimer(now)
 			rate := rp[i].Rate()
 			bytes := float64(rate) * float64(step) / 8e12
-			rp[i].OnPacketSent(now, int64(bytes))
+			rp[i].OnPacketSent(now, units.Size(bytes))
 			arrived += bytes
 			frac[i] += bytes / pkt
 			p := 0.0
@@ -74,7 +77,7 @@ func fluidRun(t testing.TB, cfg Config, cnpN int64, c int64, dur, window int64, 
 			}
 			for ; frac[i] >= 1; frac[i]-- {
 				if rng.Float64() < p && np[i].OnECNMarkedPacket(now) {
-					delay := baseRTT + int64(q*8e12/float64(c))
+					delay := baseRTT + sim.Time(q*8e12/float64(c))
 					pending[i] = append(pending[i], now+delay)
 				}
 			}

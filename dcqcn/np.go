@@ -1,15 +1,17 @@
 package dcqcn
 
+import "github.com/besim/besim/sim"
+
 // NotificationPoint is the receiver-side CNP generator of one flow: the first
 // ECN-marked packet after at least MinInterval without a CNP triggers one
 // (the paper's N; ConnectX calls it min_time_between_cnps). Marks inside the
 // interval are absorbed, not deferred. The zero value with MinInterval set is
 // ready to use; MinInterval 0 answers every mark with a CNP.
 type NotificationPoint struct {
-	MinInterval int64 // ps
+	MinInterval sim.Time
 
-	sent    bool  // a CNP has been sent
-	lastCNP int64 // when, ps
+	sent    bool     // a CNP has been sent
+	lastCNP sim.Time // when
 	stats   NPStats
 }
 
@@ -24,14 +26,14 @@ type NPStats struct {
 func (n *NotificationPoint) Stats() NPStats { return n.stats }
 
 // NewNotificationPoint returns a notification point with the given minimum
-// interval between CNPs, in ps (DefaultCNPInterval is the paper's 50 us).
-func NewNotificationPoint(minInterval int64) NotificationPoint {
+// interval between CNPs (DefaultCNPInterval is the paper's 50 us).
+func NewNotificationPoint(minInterval sim.Time) NotificationPoint {
 	return NotificationPoint{MinInterval: minInterval}
 }
 
 // OnECNMarkedPacket reports whether a CNP should be sent now for a marked
 // packet that arrived at now.
-func (n *NotificationPoint) OnECNMarkedPacket(now int64) bool {
+func (n *NotificationPoint) OnECNMarkedPacket(now sim.Time) bool {
 	n.stats.Marked++
 	if n.sent && now-n.lastCNP < n.MinInterval {
 		n.stats.Suppressed++

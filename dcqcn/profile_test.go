@@ -2,6 +2,9 @@ package dcqcn
 
 import (
 	"testing"
+
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // profiles are the two parameter sets the scenario key dcqcn.profile
@@ -9,7 +12,7 @@ import (
 var profiles = []struct {
 	name string
 	cfg  Config
-	cnpN int64
+	cnpN sim.Time
 }{
 	{"dcqcn-paper", DefaultConfig(25 * gbps), DefaultCNPInterval},
 	{"connectx", ConnectXConfig(25 * gbps), ConnectXCNPInterval},
@@ -17,12 +20,12 @@ var profiles = []struct {
 
 // step is one rate-increase event applied to the expected (rc, rt) by the
 // formulas of the package comment, from the profile's own parameters.
-func step(cfg Config, rc, rt, t, b int64) (int64, int64) {
+func step(cfg Config, rc, rt units.Rate, t, b int64) (units.Rate, units.Rate) {
 	f := int64(cfg.FastRecoveryStages)
 	switch {
 	case max(t, b) <= f:
 	case min(t, b) > f:
-		rt += (min(t, b) - f) * cfg.HyperIncrease
+		rt += units.Rate(min(t, b)-f) * cfg.HyperIncrease
 	default:
 		rt += cfg.AdditiveIncrease
 	}
@@ -46,7 +49,7 @@ func TestProfileTimeline(t *testing.T) {
 			// The first cut: Rc·(1 - alpha0/2); Rt stays at line rate.
 			r := newRP(t, cfg)
 			r.OnCNP(t0)
-			rc := int64(float64(line) * (1 - cfg.InitialAlpha/2))
+			rc := units.Rate(float64(line) * (1 - cfg.InitialAlpha/2))
 			rt := line
 			if r.Rate() != rc || r.TargetRate() != rt {
 				t.Fatalf("first cut: Rc %d Rt %d, want %d %d (factor 1-%g/2)", r.Rate(), r.TargetRate(), rc, rt, cfg.InitialAlpha)
@@ -56,7 +59,7 @@ func TestProfileTimeline(t *testing.T) {
 			// Time reset: nothing until t0+T, then one step per T: fast
 			// recovery for F stages, additive increase after.
 			for k := int64(1); k <= f+3; k++ {
-				at := t0 + k*T
+				at := t0 + sim.Time(k)*T
 				r.OnTimer(at - 1)
 				if r.Rate() != rc {
 					t.Fatalf("timer stage %d: rate changed before t0+%d·T", k, k)
@@ -74,7 +77,7 @@ func TestProfileTimeline(t *testing.T) {
 			// Byte reset: one step per B bytes sent, none before; with the
 			// timer stages above F, byte stage F+1 is hyper increase.
 			tb := int64(f + 3)
-			now := t0 + tb*T + 1
+			now := t0 + sim.Time(tb)*T + 1
 			for k := int64(1); k <= f+2; k++ {
 				r.OnPacketSent(now, B-1)
 				if r.Rate() != rc {
@@ -102,7 +105,7 @@ func TestProfileTimeline(t *testing.T) {
 			// Three whole alpha periods with neither a CNP nor an increase.
 			t2 := t0 + 3*cfg.AlphaTimer + cfg.AlphaTimer/2
 			timerInc := false
-			for k := int64(1); t0+k*T <= t2; k++ { // rate-timer steps before it
+			for k := int64(1); t0+sim.Time(k)*T <= t2; k++ { // rate-timer steps before it
 				rc, rt = step(cfg, rc, rt, k, 0)
 				timerInc = true
 			}
@@ -110,7 +113,7 @@ func TestProfileTimeline(t *testing.T) {
 				a *= oneMinusG
 			}
 			r.OnCNP(t2)
-			want := int64(float64(rc) * (1 - a/2))
+			want := units.Rate(float64(rc) * (1 - a/2))
 			switch {
 			case cfg.DecreasePeriod > t2-t0:
 				// The second CNP falls inside the decrease period: the cut
@@ -123,7 +126,7 @@ func TestProfileTimeline(t *testing.T) {
 				if r.Rate() != rc {
 					t.Fatal("deferred decrease before the period's end")
 				}
-				n := (end-t0)/cfg.AlphaTimer - 3
+				n := int64((end-t0)/cfg.AlphaTimer) - 3
 				if cfg.AlphaSampled {
 					// The period that held the second CNP rises first.
 					a = float64(oneMinusG*a) + cfg.G
@@ -133,7 +136,7 @@ func TestProfileTimeline(t *testing.T) {
 					a *= oneMinusG
 				}
 				r.OnTimer(end)
-				want = int64(float64(rc) * (1 - a/2))
+				want = units.Rate(float64(rc) * (1 - a/2))
 				if r.Alpha() != a {
 					t.Fatalf("alpha at the deferred decrease %v, want %v", r.Alpha(), a)
 				}
@@ -172,7 +175,7 @@ func TestConnectXAlphaEstimator(t *testing.T) {
 	}
 	// Period [0, K): the first CNP only. Period [K, 2K): three CNPs.
 	// Period [2K, 3K): none.
-	for _, at := range []int64{K + K/4, K + K/2, K + 3*K/4} {
+	for _, at := range []sim.Time{K + K/4, K + K/2, K + 3*K/4} {
 		r.OnCNP(at)
 	}
 	r.OnTimer(3*K + K/2)

@@ -1,5 +1,10 @@
 package dcqcn
 
+import (
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
+)
+
 // Stats counts reaction-point events for reports.
 type Stats struct {
 	CNPs                uint64 // CNPs handled
@@ -23,21 +28,21 @@ type ReactionPoint struct {
 	cfg       Config
 	oneMinusG float64
 
-	rc, rt int64   // current and target rate, bits/s
-	alpha  float64 // as of now
+	rc, rt units.Rate // current and target rate
+	alpha  float64    // as of now
 
-	now           int64 // latest time seen
-	alphaDeadline int64 // next alpha decay; Never before the first CNP
-	rateDeadline  int64 // next rate-timer expiry; Never while at line rate
-	timerStage    int64 // T: timer expiries since the last CNP
-	byteStage     int64 // BC: byte-counter expiries since the last CNP
-	bytes         int64 // bytes sent towards the next byte-counter expiry
-	lastDecrease  int64 // when the last CNP decreased the rate (DecreasePeriod)
-	decreased     bool  // a decrease happened (lastDecrease is set)
-	pending       bool  // a decrease is deferred to lastDecrease+DecreasePeriod
-	seen          bool  // a CNP arrived
-	cnpInPeriod   bool  // AlphaSampled: a CNP arrived in the current alpha period
-	lastIncTimer  bool  // the latest increase since the last decrease was the timer's
+	now           sim.Time   // latest time seen
+	alphaDeadline sim.Time   // next alpha decay; Never before the first CNP
+	rateDeadline  sim.Time   // next rate-timer expiry; Never while at line rate
+	timerStage    int64      // T: timer expiries since the last CNP
+	byteStage     int64      // BC: byte-counter expiries since the last CNP
+	bytes         units.Size // bytes sent towards the next byte-counter expiry
+	lastDecrease  sim.Time   // when the last CNP decreased the rate (DecreasePeriod)
+	decreased     bool       // a decrease happened (lastDecrease is set)
+	pending       bool       // a decrease is deferred to lastDecrease+DecreasePeriod
+	seen          bool       // a CNP arrived
+	cnpInPeriod   bool       // AlphaSampled: a CNP arrived in the current alpha period
+	lastIncTimer  bool       // the latest increase since the last decrease was the timer's
 
 	stats Stats
 }
@@ -73,11 +78,11 @@ func (r *ReactionPoint) Init(cfg Config) error {
 // Name returns "dcqcn".
 func (r *ReactionPoint) Name() string { return "dcqcn" }
 
-// Rate returns the current rate Rc in bits/s.
-func (r *ReactionPoint) Rate() int64 { return r.rc }
+// Rate returns the current rate Rc.
+func (r *ReactionPoint) Rate() units.Rate { return r.rc }
 
-// TargetRate returns the target rate Rt in bits/s.
-func (r *ReactionPoint) TargetRate() int64 { return r.rt }
+// TargetRate returns the target rate Rt.
+func (r *ReactionPoint) TargetRate() units.Rate { return r.rt }
 
 // Alpha returns alpha as of the latest event processed (call OnTimer(now)
 // first for the value at now).
@@ -92,7 +97,7 @@ func (r *ReactionPoint) Stats() Stats { return r.stats }
 // NextTimer returns the next rate-increase timer expiry or deferred
 // decrease, or Never. Alpha updates need no wakeup: they are computed on the
 // next event.
-func (r *ReactionPoint) NextTimer() int64 {
+func (r *ReactionPoint) NextTimer() sim.Time {
 	if r.pending {
 		return min(r.rateDeadline, addSat(r.lastDecrease, r.cfg.DecreasePeriod))
 	}
@@ -100,14 +105,14 @@ func (r *ReactionPoint) NextTimer() int64 {
 }
 
 // OnTimer processes every alpha and rate-timer expiry at or before now.
-func (r *ReactionPoint) OnTimer(now int64) {
+func (r *ReactionPoint) OnTimer(now sim.Time) {
 	r.advance(r.clock(now))
 }
 
 // OnCNP handles a CNP after processing the expiries due at or before now:
 // the paper's multiplicative decrease, at once or (DecreasePeriod) at the
 // end of the current decrease period.
-func (r *ReactionPoint) OnCNP(now int64) {
+func (r *ReactionPoint) OnCNP(now sim.Time) {
 	now = r.clock(now)
 	r.advance(now)
 	r.stats.CNPs++
@@ -135,7 +140,7 @@ func (r *ReactionPoint) OnCNP(now int64) {
 }
 
 // decrease applies one multiplicative decrease at now.
-func (r *ReactionPoint) decrease(now int64) {
+func (r *ReactionPoint) decrease(now sim.Time) {
 	r.decreased, r.lastDecrease, r.pending = true, now, false
 	r.stats.Decreases++
 	switch r.cfg.TargetClamp {
@@ -148,7 +153,7 @@ func (r *ReactionPoint) decrease(now int64) {
 	}
 	r.lastIncTimer = false
 	// The decrease uses alpha before this CNP's update, as in the paper.
-	rc := int64(float64(r.rc) * (1 - r.alpha/2))
+	rc := units.Rate(float64(r.rc) * (1 - r.alpha/2))
 	if rc < r.cfg.MinRate {
 		rc = r.cfg.MinRate
 		r.stats.MinRateClamps++
@@ -173,7 +178,7 @@ func (r *ReactionPoint) decrease(now int64) {
 
 // OnPacketSent feeds the byte counter after processing the expiries due at
 // or before now.
-func (r *ReactionPoint) OnPacketSent(now int64, bytes int64) {
+func (r *ReactionPoint) OnPacketSent(now sim.Time, bytes units.Size) {
 	now = r.clock(now)
 	r.advance(now)
 	if r.rateDeadline == Never || bytes <= 0 {
@@ -192,7 +197,7 @@ func (r *ReactionPoint) OnPacketSent(now int64, bytes int64) {
 }
 
 // clock makes time monotone: an earlier now counts as the latest seen.
-func (r *ReactionPoint) clock(now int64) int64 {
+func (r *ReactionPoint) clock(now sim.Time) sim.Time {
 	if now < r.now {
 		return r.now
 	}
@@ -200,7 +205,7 @@ func (r *ReactionPoint) clock(now int64) int64 {
 	return now
 }
 
-func (r *ReactionPoint) advance(now int64) {
+func (r *ReactionPoint) advance(now sim.Time) {
 	for {
 		if r.pending {
 			// A deferred decrease, after the timer expiries due at or
@@ -227,17 +232,17 @@ func (r *ReactionPoint) advance(now int64) {
 
 // alphaTo applies the alpha updates of the periods that ended at or before
 // now.
-func (r *ReactionPoint) alphaTo(now int64) {
+func (r *ReactionPoint) alphaTo(now sim.Time) {
 	if r.alphaDeadline <= now && r.alphaDeadline != Never {
 		r.decayAlpha(now)
 	}
 }
 
 // decayAlpha applies one decay per K period that ended at or before now.
-func (r *ReactionPoint) decayAlpha(now int64) {
+func (r *ReactionPoint) decayAlpha(now sim.Time) {
 	k := r.cfg.AlphaTimer
 	elapsed := now - r.alphaDeadline
-	n := elapsed/k + 1
+	n := int64(elapsed/k) + 1
 	r.alphaDeadline = addSat(now-elapsed%k, k)
 	if r.cfg.AlphaSampled && r.cnpInPeriod {
 		// The period that ended first saw a CNP: alpha rises.
@@ -275,10 +280,10 @@ func (r *ReactionPoint) increase(timer bool) (atLineRate bool) {
 	case min(t, b) > f:
 		r.stats.HyperIncrease++
 		i := min(t, b) - f
-		if h := r.cfg.HyperIncrease; h > 0 && i > maxRate/h {
+		if h := r.cfg.HyperIncrease; h > 0 && i > int64(maxRate/h) {
 			r.rt = r.cfg.LineRate
 		} else {
-			r.rt += i * h
+			r.rt += units.Rate(i) * h
 		}
 	default:
 		r.stats.AdditiveIncrease++

@@ -11,6 +11,7 @@ import (
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/tcpsim"
+	"github.com/besim/besim/units"
 )
 
 // One declaration per knob. A model's Config holds each default with its
@@ -86,12 +87,10 @@ func ptr[S, M any, SV any, MV comparable](key string, sf func(*S) **SV, mf func(
 // Conversions between the scenario's types and the models'.
 func durTo(d scenarios.Duration) sim.Time         { return d.Time() }
 func durFrom(t sim.Time) scenarios.Duration       { return scenarios.Duration(t) }
-func psTo(d scenarios.Duration) int64             { return int64(d) }
-func psFrom(t int64) scenarios.Duration           { return scenarios.Duration(t) }
-func sizeTo(s scenarios.Size) int64               { return int64(s) }
-func sizeFrom(b int64) scenarios.Size             { return scenarios.Size(b) }
-func rateTo(r scenarios.Rate) int64               { return int64(r) }
-func rateFrom(b int64) scenarios.Rate             { return scenarios.Rate(b) }
+func rateTo(r scenarios.Rate) units.Rate          { return units.Rate(r) }
+func rateFrom(r units.Rate) scenarios.Rate        { return scenarios.Rate(r) }
+func sizeTo(s scenarios.Size) units.Size          { return units.Size(s) }
+func sizeFrom(s units.Size) scenarios.Size        { return scenarios.Size(s) }
 func same[T any](v T) T                           { return v }
 func u8To(v int) uint8                            { return uint8(v) }
 func u8From(v uint8) int                          { return int(v) }
@@ -141,10 +140,10 @@ var rnicKnobs = []knob[scenarios.RNIC, rnic.Config]{
 	val("units", func(r *scenarios.RNIC) *int { return &r.Units }, func(c *rnic.Config) *int { return &c.Units }, same[int], same[int]),
 	ptr("cqe_cost", func(r *scenarios.RNIC) **scenarios.Duration { return &r.CQECost }, func(c *rnic.Config) *sim.Time { return &c.CQECost }, durTo, durFrom),
 	val("qp_cache_entries", func(r *scenarios.RNIC) *int { return &r.QPCacheEntries }, func(c *rnic.Config) *int { return &c.QPCacheEntries }, same[int], same[int]),
-	val("rx_buffer", func(r *scenarios.RNIC) *scenarios.Size { return &r.RxBuffer }, func(c *rnic.Config) *int64 { return &c.RxBuffer }, sizeTo, sizeFrom),
+	val("rx_buffer", func(r *scenarios.RNIC) *scenarios.Size { return &r.RxBuffer }, func(c *rnic.Config) *units.Size { return &c.RxBuffer }, sizeTo, sizeFrom),
 	val("ack_req_every", func(r *scenarios.RNIC) *int { return &r.AckReqEvery }, func(c *rnic.Config) *int { return &c.AckReqEvery }, same[int], same[int]),
 	ptr("cnp_prio", func(r *scenarios.RNIC) **int { return &r.CNPPrio }, func(c *rnic.Config) *uint8 { return &c.CNPPrio }, u8To, u8From),
-	val("pcie.bandwidth", func(r *scenarios.RNIC) *scenarios.Rate { return &r.PCIe.Bandwidth }, func(c *rnic.Config) *int64 { return &c.DMABandwidth }, rateTo, rateFrom),
+	val("pcie.bandwidth", func(r *scenarios.RNIC) *scenarios.Rate { return &r.PCIe.Bandwidth }, func(c *rnic.Config) *units.Rate { return &c.DMABandwidth }, rateTo, rateFrom),
 	ptr("pcie.read_latency", func(r *scenarios.RNIC) **scenarios.Duration { return &r.PCIe.ReadLatency }, func(c *rnic.Config) *sim.Time { return &c.DMAReadLatency }, durTo, durFrom),
 	ptr("pcie.write_latency", func(r *scenarios.RNIC) **scenarios.Duration { return &r.PCIe.WriteLatency }, func(c *rnic.Config) *sim.Time { return &c.DMAWriteLatency }, durTo, durFrom),
 	ptr("pcie.mmio_latency", func(r *scenarios.RNIC) **scenarios.Duration { return &r.PCIe.MMIOLatency }, func(c *rnic.Config) *sim.Time { return &c.MMIOLatency }, durTo, durFrom),
@@ -201,7 +200,7 @@ func TCPConfig(t *scenarios.TCP) tcpsim.Config {
 // field, but a DCQCN parameter with a value per profile).
 type dcqcnModel struct {
 	dcqcn.Config
-	CNPInterval int64 // ps
+	CNPInterval sim.Time
 }
 
 // dcqcnKnobs are the dcqcn section's keys (all but profile, which picks
@@ -209,31 +208,31 @@ type dcqcnModel struct {
 var dcqcnKnobs = []knob[scenarios.DCQCN, dcqcnModel]{
 	val("g", func(d *scenarios.DCQCN) *scenarios.Ratio { return &d.G }, func(m *dcqcnModel) *float64 { return &m.G }, ratioTo, ratioFrom),
 	val("initial_alpha", func(d *scenarios.DCQCN) *scenarios.Ratio { return &d.InitialAlpha }, func(m *dcqcnModel) *float64 { return &m.InitialAlpha }, ratioTo, ratioFrom),
-	val("alpha_timer", func(d *scenarios.DCQCN) *scenarios.Duration { return &d.AlphaTimer }, func(m *dcqcnModel) *int64 { return &m.AlphaTimer }, psTo, psFrom),
-	val("rate_timer", func(d *scenarios.DCQCN) *scenarios.Duration { return &d.RateTimer }, func(m *dcqcnModel) *int64 { return &m.RateTimer }, psTo, psFrom),
-	val("byte_counter", func(d *scenarios.DCQCN) *scenarios.Size { return &d.ByteCounter }, func(m *dcqcnModel) *int64 { return &m.ByteCounter }, sizeTo, sizeFrom),
+	val("alpha_timer", func(d *scenarios.DCQCN) *scenarios.Duration { return &d.AlphaTimer }, func(m *dcqcnModel) *sim.Time { return &m.AlphaTimer }, durTo, durFrom),
+	val("rate_timer", func(d *scenarios.DCQCN) *scenarios.Duration { return &d.RateTimer }, func(m *dcqcnModel) *sim.Time { return &m.RateTimer }, durTo, durFrom),
+	val("byte_counter", func(d *scenarios.DCQCN) *scenarios.Size { return &d.ByteCounter }, func(m *dcqcnModel) *units.Size { return &m.ByteCounter }, sizeTo, sizeFrom),
 	ptr("fast_recovery", func(d *scenarios.DCQCN) **int { return &d.FastRecovery }, func(m *dcqcnModel) *int { return &m.FastRecoveryStages }, same[int], same[int]),
-	val("ai_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.AIRate }, func(m *dcqcnModel) *int64 { return &m.AdditiveIncrease }, rateTo, rateFrom),
-	val("hai_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.HAIRate }, func(m *dcqcnModel) *int64 { return &m.HyperIncrease }, rateTo, rateFrom),
-	val("min_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.MinRate }, func(m *dcqcnModel) *int64 { return &m.MinRate }, rateTo, rateFrom),
-	ptr("cnp_interval", func(d *scenarios.DCQCN) **scenarios.Duration { return &d.CNPInterval }, func(m *dcqcnModel) *int64 { return &m.CNPInterval }, psTo, psFrom),
-	ptr("decrease_period", func(d *scenarios.DCQCN) **scenarios.Duration { return &d.DecreasePeriod }, func(m *dcqcnModel) *int64 { return &m.DecreasePeriod }, psTo, psFrom),
+	val("ai_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.AIRate }, func(m *dcqcnModel) *units.Rate { return &m.AdditiveIncrease }, rateTo, rateFrom),
+	val("hai_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.HAIRate }, func(m *dcqcnModel) *units.Rate { return &m.HyperIncrease }, rateTo, rateFrom),
+	val("min_rate", func(d *scenarios.DCQCN) *scenarios.Rate { return &d.MinRate }, func(m *dcqcnModel) *units.Rate { return &m.MinRate }, rateTo, rateFrom),
+	ptr("cnp_interval", func(d *scenarios.DCQCN) **scenarios.Duration { return &d.CNPInterval }, func(m *dcqcnModel) *sim.Time { return &m.CNPInterval }, durTo, durFrom),
+	ptr("decrease_period", func(d *scenarios.DCQCN) **scenarios.Duration { return &d.DecreasePeriod }, func(m *dcqcnModel) *sim.Time { return &m.DecreasePeriod }, durTo, durFrom),
 	val("alpha_update", func(d *scenarios.DCQCN) *scenarios.AlphaUpdate { return &d.AlphaUpdate }, func(m *dcqcnModel) *bool { return &m.AlphaSampled }, alphaTo, alphaFrom),
 	val("target_clamp", func(d *scenarios.DCQCN) *scenarios.TargetClamp { return &d.TargetClamp }, func(m *dcqcnModel) *dcqcn.Clamp { return &m.TargetClamp }, clampTo, clampFrom),
 }
 
-// dcqcnProfile is the model's DCQCN for a port of lineRate bits/s under the
+// dcqcnProfile is the model's DCQCN for a port of lineRate under the
 // scenario's dcqcn.profile: dcqcn.DefaultConfig and the CNP interval of
 // rnic.DefaultConfig, or dcqcn.ConnectXConfig and ConnectXCNPInterval.
-func dcqcnProfile(d *scenarios.DCQCN, lineRate int64) dcqcnModel {
+func dcqcnProfile(d *scenarios.DCQCN, lineRate units.Rate) dcqcnModel {
 	if d != nil && d.Profile == scenarios.ProfileConnectX {
 		return dcqcnModel{dcqcn.ConnectXConfig(lineRate), dcqcn.ConnectXCNPInterval}
 	}
-	return dcqcnModel{dcqcn.DefaultConfig(lineRate), int64(rnic.DefaultConfig().CNPInterval)}
+	return dcqcnModel{dcqcn.DefaultConfig(lineRate), rnic.DefaultConfig().CNPInterval}
 }
 
 // dcqcnFor is the model's DCQCN with the scenario's dcqcn keys set.
-func dcqcnFor(s *scenarios.Scenario, lineRate int64) dcqcnModel {
+func dcqcnFor(s *scenarios.Scenario, lineRate units.Rate) dcqcnModel {
 	m := dcqcnProfile(s.DCQCN, lineRate)
 	if d := s.DCQCN; d != nil {
 		for _, k := range dcqcnKnobs {
@@ -260,9 +259,9 @@ func ModelDefaults(s *scenarios.Scenario) scenarios.ModelDefaults {
 		out.RNIC = r
 	}
 	if s.DCQCN != nil {
-		line := int64(math.MaxInt64)
+		line := units.Rate(math.MaxInt64)
 		if hr := s.Fabric.Links.HostRate; hr > 0 && s.Benchmark == nil {
-			line = int64(hr)
+			line = units.Rate(hr)
 		}
 		m := dcqcnProfile(s.DCQCN, line)
 		d := new(scenarios.DCQCN)

@@ -18,6 +18,7 @@ import (
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
 	"github.com/besim/besim/tcpsim"
+	"github.com/besim/besim/units"
 )
 
 // leafKeys lists the keys of a scenario section type, nested sections
@@ -178,7 +179,7 @@ func TestResolvedScenarioShowsTheModels(t *testing.T) {
 	}
 	// The host link rate caps the profile's min_rate.
 	slow := parse(t, "s", strings.Replace(head, "40Gbps", "50Mbps", 1)+"rnic: {cc: dcqcn}\n")
-	if got := int64(slow.DCQCN.MinRate); got != 50e6 || got >= dcqcn.DefaultMinRate {
+	if got := units.Rate(slow.DCQCN.MinRate); got != 50*units.Mbps || got >= dcqcn.DefaultMinRate {
 		t.Errorf("min_rate on a 50Mbps link: %d", got)
 	}
 }

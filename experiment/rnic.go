@@ -4,7 +4,7 @@ import (
 	"github.com/besim/besim/dcqcn"
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
-	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // NICConfig translates the scenario's rnic and dcqcn sections into the
@@ -32,13 +32,13 @@ func NICConfig(s *scenarios.Scenario, lineRate int64) (rnic.Config, error) {
 			c.MRCacheWays = m.Ways
 		}
 		if m.Page > 0 {
-			c.MTTPage = int64(m.Page)
+			c.MTTPage = units.Size(m.Page)
 		}
 	}
 
 	if c.CC == rnic.CCDCQCN {
-		m := dcqcnFor(s, lineRate)
-		c.DCQCN, c.CNPInterval = m.Config, sim.Time(m.CNPInterval)
+		m := dcqcnFor(s, units.Rate(lineRate))
+		c.DCQCN, c.CNPInterval = m.Config, m.CNPInterval
 		if err := c.DCQCN.Validate(); err != nil {
 			return c, s.Errorf("dcqcn", "%v", err)
 		}
@@ -49,9 +49,9 @@ func NICConfig(s *scenarios.Scenario, lineRate int64) (rnic.Config, error) {
 	return c, nil
 }
 
-// DCQCNConfig is the reaction-point configuration for a port of lineRate
-// bits/s: the profile's (dcqcn.DefaultConfig, or dcqcn.ConnectXConfig for
+// DCQCNConfig is the reaction-point configuration for a port of lineRate:
+// the profile's (dcqcn.DefaultConfig, or dcqcn.ConnectXConfig for
 // dcqcn.profile: connectx) with the scenario's dcqcn keys applied.
-func DCQCNConfig(s *scenarios.Scenario, lineRate int64) dcqcn.Config {
+func DCQCNConfig(s *scenarios.Scenario, lineRate units.Rate) dcqcn.Config {
 	return dcqcnFor(s, lineRate).Config
 }

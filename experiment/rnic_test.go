@@ -88,7 +88,7 @@ flows: [{src: 0, dst: 1}]
 		PollCall: 20 * ns, PollPerCQE: 21 * ns, LockAcquire: 22 * ns, LockTransfer: 23 * ns, DedicatedBFRegs: 13, SharedBFRegs: 14,
 		RegMRBase: 24 * ns, RegMRPerPage: 25 * ns, CC: rnic.CCDCQCN, CNPInterval: 33 * sim.Microsecond,
 		DCQCN: dcqcn.Config{LineRate: 25 * units.Gbps, MinRate: 32_000_000, G: 1.0 / 16, InitialAlpha: 0.5,
-			AlphaTimer: int64(26 * sim.Microsecond), RateTimer: int64(27 * sim.Microsecond), ByteCounter: 28000,
+			AlphaTimer: 26 * sim.Microsecond, RateTimer: 27 * sim.Microsecond, ByteCounter: 28000,
 			FastRecoveryStages: 2, AdditiveIncrease: 30_000_000, HyperIncrease: 31_000_000}}
 	if !reflect.DeepEqual(c, w) {
 		t.Errorf("every key:\n got %+v\nwant %+v", c, w)
@@ -100,11 +100,11 @@ flows: [{src: 0, dst: 1}]
 // others keep the profile's; the mechanism keys override either profile.
 func TestDCQCNProfiles(t *testing.T) {
 	const head = "name: d\nduration: 1ms\nfabric: {topology: {kind: star, hosts: 2}}\nhosts: {nic: rnic}\nrnic: {cc: dcqcn}\nflows: [{src: 0, dst: 1}]\n"
-	line := int64(25 * units.Gbps)
+	const line units.Rate = 25 * units.Gbps
 	for _, c := range []struct {
 		dcqcn string
 		want  dcqcn.Config
-		cnp   int64
+		cnp   sim.Time
 	}{
 		{"", dcqcn.DefaultConfig(line), dcqcn.DefaultCNPInterval},
 		{"dcqcn: {profile: dcqcn-paper}\n", dcqcn.DefaultConfig(line), dcqcn.DefaultCNPInterval},
@@ -126,12 +126,12 @@ func TestDCQCNProfiles(t *testing.T) {
 		}(), dcqcn.DefaultCNPInterval},
 	} {
 		s := parse(t, "d", head+c.dcqcn)
-		got, err := NICConfig(s, line)
+		got, err := NICConfig(s, line.BitsPerSecond())
 		if err != nil {
 			t.Fatalf("%q: %v", c.dcqcn, err)
 		}
-		if !reflect.DeepEqual(got.DCQCN, c.want) || got.CNPInterval != sim.Time(c.cnp) {
-			t.Errorf("%q:\n got %+v, CNP interval %v\nwant %+v, %v", c.dcqcn, got.DCQCN, got.CNPInterval, c.want, sim.Time(c.cnp))
+		if !reflect.DeepEqual(got.DCQCN, c.want) || got.CNPInterval != c.cnp {
+			t.Errorf("%q:\n got %+v, CNP interval %v\nwant %+v, %v", c.dcqcn, got.DCQCN, got.CNPInterval, c.want, c.cnp)
 		}
 	}
 	if _, err := scenarios.Parse("d.yaml", []byte(head+"dcqcn: {profile: cx5}\n")); err == nil {

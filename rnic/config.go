@@ -26,19 +26,19 @@ const (
 	DefaultTrafficPrio = fabric.DefaultLosslessPrio // RoCE's lossless class
 	DefaultCNPPrio     = 6
 	DefaultAckReqEvery = 16
-	DefaultRxBuffer    = 512 << 10
+	DefaultRxBuffer    = units.Size(512 * units.KiB)
 
-	DefaultWQECost              = 130 * sim.Nanosecond
-	DefaultPacketCost           = 5 * sim.Nanosecond
-	DefaultUnits                = 16
-	DefaultDMABandwidth   int64 = 212 * units.Gbps
-	DefaultDMAReadLatency       = 500 * sim.Nanosecond
-	DefaultDMAWriteLat          = 250 * sim.Nanosecond
-	DefaultMMIOLatency          = 150 * sim.Nanosecond
-	DefaultCQECost              = 20 * sim.Nanosecond
-	DefaultQPCacheEntries       = 1024
-	DefaultMRCacheWays          = 8
-	DefaultMTTPage              = 4096
+	DefaultWQECost        = 130 * sim.Nanosecond
+	DefaultPacketCost     = 5 * sim.Nanosecond
+	DefaultUnits          = 16
+	DefaultDMABandwidth   = units.Rate(212 * units.Gbps)
+	DefaultDMAReadLatency = 500 * sim.Nanosecond
+	DefaultDMAWriteLat    = 250 * sim.Nanosecond
+	DefaultMMIOLatency    = 150 * sim.Nanosecond
+	DefaultCQECost        = 20 * sim.Nanosecond
+	DefaultQPCacheEntries = 1024
+	DefaultMRCacheWays    = 8
+	DefaultMTTPage        = units.Size(4 * units.KiB)
 
 	DefaultPostSendCall   = 40 * sim.Nanosecond
 	DefaultPostSendPerWQE = 20 * sim.Nanosecond
@@ -57,7 +57,8 @@ const (
 
 // Config is the model of one simulated RNIC and of the host-side provider
 // costs charged to the CPUs that call it. Durations are sim.Time
-// (picoseconds), rates bits/s, sizes bytes. DefaultConfig documents every
+// (picoseconds), rates units.Rate (bits/s), sizes units.Size (bytes).
+// DefaultConfig documents every
 // default; the package comment gives the sources.
 type Config struct {
 	// Port and transport.
@@ -72,7 +73,7 @@ type Config struct {
 	// RxBuffer is the NIC's receive packet buffer; arrivals that would queue
 	// more than this many bytes' worth of line-rate time in the receive
 	// pipeline are dropped (counted in Stats.RxBufferDrops).
-	RxBuffer int64
+	RxBuffer units.Size
 
 	// NIC processing model.
 	WQECost    sim.Time // processing unit time per send WQE, receive WQE consumed, or READ served
@@ -80,7 +81,7 @@ type Config struct {
 	Units      int      // processing units; a QP is bound to unit QPN mod Units
 	// DMABandwidth is the effective PCIe DMA bandwidth per direction; it
 	// bounds the gather of payload per packet (TX) and data placement (RX).
-	DMABandwidth    int64
+	DMABandwidth    units.Rate
 	DMAReadLatency  sim.Time // PCIe read round trip (WQE fetch, first payload fetch)
 	DMAWriteLatency sim.Time // posted write until visible in host memory
 	MMIOLatency     sim.Time // doorbell write from the CPU until the NIC sees it
@@ -93,7 +94,7 @@ type Config struct {
 	MPTCacheEntries int
 	MTTCacheEntries int
 	MRCacheWays     int
-	MTTPage         int64
+	MTTPage         units.Size
 	// RxBacklogLimit overrides the receive backlog bound derived from
 	// RxBuffer (0: derived).
 	RxBacklogLimit sim.Time
@@ -134,7 +135,7 @@ type Config struct {
 	// their bytes. For simulations whose WRITEs carry application payload
 	// of which only a header is ever read (ByteExpress's large messages:
 	// see simhost.AppHead). 0 moves every byte.
-	RDMAHead int64
+	RDMAHead units.Size
 	// RecvView, in payload mode, keeps the bytes of a received SEND in the
 	// NIC and hands them to the poller with its completion (verbs.WC.Data,
 	// valid until the CQ's next Poll) instead of placing them in the
@@ -183,7 +184,7 @@ func DefaultConfig() Config {
 		RegMRPerPage:    DefaultRegMRPerPage,
 
 		CC:          CCNone,
-		CNPInterval: sim.Time(dcqcn.DefaultCNPInterval),
+		CNPInterval: dcqcn.DefaultCNPInterval,
 	}
 }
 

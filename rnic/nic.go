@@ -6,6 +6,7 @@ import (
 	"github.com/besim/besim/dcqcn"
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -137,12 +138,12 @@ func (n *NIC) Attach(up fabric.Uplink) {
 	}
 	n.rxLimit = n.cfg.RxBacklogLimit
 	if n.rxLimit == 0 {
-		n.rxLimit = sim.TxTime(n.cfg.RxBuffer, n.rate)
+		n.rxLimit = sim.TxTime(n.cfg.RxBuffer.Bytes(), n.rate)
 	}
 	if n.cfg.CC == CCDCQCN {
 		d := n.cfg.DCQCN
 		if d.LineRate == 0 {
-			d = dcqcn.DefaultConfig(n.rate)
+			d = dcqcn.DefaultConfig(units.Rate(n.rate))
 		}
 		if err := d.Validate(); err != nil {
 			panic(fmt.Sprintf("rnic %s: %v", n.name, err))
@@ -510,7 +511,7 @@ func (n *NIC) Receive(now sim.Time, p *fabric.Packet) {
 	}
 	if p.Kind == fabric.KindCNP {
 		if q.cc != nil {
-			q.cc.OnCNP(int64(now))
+			q.cc.OnCNP(now)
 		}
 		n.st.CNPsHandled++
 		q.st.CNPsHandled++
@@ -560,7 +561,7 @@ func (n *NIC) rxUnitBusy(q *QP, t, d sim.Time) sim.Time {
 // and accounted in request order from now.
 func (n *NIC) dmaWrite(now, t sim.Time, bytes int64) sim.Time {
 	if bytes > 0 {
-		d := sim.TxTime(bytes, n.cfg.DMABandwidth)
+		d := sim.TxTime(bytes, n.cfg.DMABandwidth.BitsPerSecond())
 		n.dmaWr = max(n.dmaWr, now) + d
 		t = max(t+d, n.dmaWr)
 	}

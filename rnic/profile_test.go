@@ -20,14 +20,14 @@ func TestDCQCNProfilesTwoFlows(t *testing.T) {
 	for _, p := range []struct {
 		name string
 		dc   dcqcn.Config
-		cnp  int64
+		cnp  sim.Time
 	}{
 		{"dcqcn-paper", dcqcn.DefaultConfig(line), dcqcn.DefaultCNPInterval},
 		{"connectx", dcqcn.ConnectXConfig(line), dcqcn.ConnectXCNPInterval},
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			cfg := ccConfig(CCDCQCN)
-			cfg.DCQCN, cfg.CNPInterval = p.dc, sim.Time(p.cnp)
+			cfg.DCQCN, cfg.CNPInterval = p.dc, p.cnp
 			s := newStar(t, 3, line, cfg, nil)
 			var snd []*ep
 			for i := range 2 {
@@ -43,7 +43,7 @@ func TestDCQCNProfilesTwoFlows(t *testing.T) {
 				}
 				s.k.RunUntil(now)
 			}
-			want := int64(float64(line) * (1 - p.dc.InitialAlpha/2))
+			want := units.Rate(float64(line) * (1 - p.dc.InitialAlpha/2))
 			if q.Rate() != want || q.rp.Stats().Decreases != 1 {
 				t.Fatalf("first CNP: rate %d, %d decreases; want %d (1 - %v/2 of line rate)", q.Rate(), q.rp.Stats().Decreases, want, p.dc.InitialAlpha)
 			}
@@ -52,14 +52,14 @@ func TestDCQCNProfilesTwoFlows(t *testing.T) {
 			for i, a := range snd {
 				st, tx := a.qp.rp.Stats(), a.qp.Stats().TxBytes
 				t.Logf("flow %d: %+v, %d bytes sent, rate now %.2f Gb/s", i, st, tx, float64(a.qp.Rate())/1e9)
-				if st.Decreases == 0 || st.TimerExpiries > uint64(int64(end)/p.dc.RateTimer)+st.Decreases ||
+				if st.Decreases == 0 || st.TimerExpiries > uint64(end/p.dc.RateTimer)+st.Decreases ||
 					st.ByteCounterExpiries > tx/uint64(p.dc.ByteCounter) {
 					t.Errorf("flow %d: %d decreases, %d timer expiries (T %v), %d byte-counter expiries of %d bytes (B %d)",
-						i, st.Decreases, st.TimerExpiries, sim.Time(p.dc.RateTimer), st.ByteCounterExpiries, tx, p.dc.ByteCounter)
+						i, st.Decreases, st.TimerExpiries, p.dc.RateTimer, st.ByteCounterExpiries, tx, p.dc.ByteCounter)
 				}
 				switch p.name {
 				case "connectx":
-					if st.Decreases > uint64(int64(end)/p.dc.DecreasePeriod)+1 || st.DeferredDecreases == 0 || st.AlphaRises == 0 {
+					if st.Decreases > uint64(end/p.dc.DecreasePeriod)+1 || st.DeferredDecreases == 0 || st.AlphaRises == 0 {
 						t.Errorf("flow %d: %d decreases in %v (at most one per 4 us), %d deferred, %d alpha rises", i, st.Decreases, end, st.DeferredDecreases, st.AlphaRises)
 					}
 				default:

@@ -7,6 +7,7 @@ import (
 	"github.com/besim/besim/dcqcn"
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -22,9 +23,9 @@ type QPStats struct {
 	SeqNAKs            uint64 // NAK sequence errors received (requester)
 	RNRNAKs            uint64 // RNR NAKs received (requester)
 	Timeouts           uint64
-	CNPsSent           uint64 // by this QP's notification point
-	CNPsHandled        uint64 // by this QP's reaction point
-	Rate               int64  // current DCQCN rate (line rate without DCQCN), bits/s
+	CNPsSent           uint64     // by this QP's notification point
+	CNPsHandled        uint64     // by this QP's reaction point
+	Rate               units.Rate // current DCQCN rate (line rate without DCQCN)
 }
 
 // swqe is a send WQE as the NIC holds it.
@@ -264,11 +265,11 @@ func (q *QP) Stats() QPStats {
 
 // Rate is the QP's current sending rate limit: the DCQCN reaction point's
 // rate, or the port rate without congestion control.
-func (q *QP) Rate() int64 {
+func (q *QP) Rate() units.Rate {
 	if q.cc != nil {
-		return min(q.cc.Rate(), q.nic.rate)
+		return min(q.cc.Rate(), units.Rate(q.nic.rate))
 	}
-	return q.nic.rate
+	return units.Rate(q.nic.rate)
 }
 
 // Modify changes state and attributes (ibv_modify_qp), validated by
@@ -362,7 +363,7 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
 		}
 		q.state = verbs.StateRTR
 		if q.typ == verbs.RC && n.cfg.CC == CCDCQCN {
-			q.np = dcqcn.NewNotificationPoint(int64(n.cfg.CNPInterval))
+			q.np = dcqcn.NewNotificationPoint(n.cfg.CNPInterval)
 			q.npOn = true
 		}
 	case verbs.StateRTS:

@@ -3,6 +3,7 @@ package rnic
 import (
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -190,7 +191,7 @@ func (q *QP) prepare(now sim.Time) {
 		// The unit gathers the payload (dma of its time); the PCIe read
 		// channel, shared NIC-wide, is accounted in request order from
 		// now, so the unit's own stalls never block other units' reads.
-		dma = sim.TxTime(bytes, cfg.DMABandwidth)
+		dma = sim.TxTime(bytes, cfg.DMABandwidth.BitsPerSecond())
 		n.dmaRd = max(n.dmaRd, now) + dma
 		s = max(s+dma, n.dmaRd)
 	}
@@ -238,9 +239,9 @@ func (q *QP) build(now sim.Time) *fabric.Packet {
 		p.ECN = fabric.ECT
 	}
 	if q.cc != nil {
-		q.cc.OnTimer(int64(now))
-		r := q.cc.Rate()
-		q.cc.OnPacketSent(int64(now), int64(p.Size))
+		q.cc.OnTimer(now)
+		r := q.cc.Rate().BitsPerSecond()
+		q.cc.OnPacketSent(now, units.Size(p.Size))
 		if r < n.rate {
 			q.nextTxAt = now + sim.TxTime(p.WireBytes(), r)
 		}
@@ -268,7 +269,7 @@ func (n *NIC) moved(rdma bool, off, pay int64) int64 {
 	case !rdma || n.cfg.RDMAHead <= 0:
 		return pay
 	}
-	return max(0, min(pay, n.cfg.RDMAHead-off))
+	return max(0, min(pay, n.cfg.RDMAHead.Bytes()-off))
 }
 
 // setPayload sizes p.Data for n bytes (payload mode).
@@ -788,7 +789,7 @@ func (q *QP) respond(now, t sim.Time, p *fabric.Packet) bool {
 	}
 	if p.ECN == fabric.CE {
 		n.st.ECNMarked++
-		if q.npOn && q.np.OnECNMarkedPacket(int64(now)) {
+		if q.npOn && q.np.OnECNMarkedPacket(now) {
 			n.queueCNP(q)
 		}
 	}

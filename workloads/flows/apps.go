@@ -477,7 +477,7 @@ func (s *flowSampler) OnEvent(now sim.Time, _ uint64) {
 		if f.series == nil {
 			break
 		}
-		f.series.rate.Sample(now, f.sqp.Rate())
+		f.series.rate.Sample(now, f.sqp.Rate().BitsPerSecond())
 		f.series.rx.Sample(now, int64(f.delivered()))
 	}
 	if next := now + s.every; next <= s.x.Scenario.Duration.Time() {

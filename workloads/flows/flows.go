@@ -16,6 +16,7 @@ import (
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Sim is an assembled, not yet run, flow scenario.
@@ -112,9 +113,9 @@ func (x *Sim) Explain(w io.Writer) error {
 		c := x.hosts[0].nic.Config()
 		cc := "no congestion control"
 		if c.CC == "dcqcn" {
-			d := experiment.DCQCNConfig(s, int64(s.Fabric.Links.HostRate))
+			d := experiment.DCQCNConfig(s, units.Rate(s.Fabric.Links.HostRate))
 			cc = fmt.Sprintf("DCQCN (g %.5g, K %s, T %s, B %d B, F %d, R_AI %s, R_HAI %s, min %s, CNP interval %s)",
-				d.G, sim.Time(d.AlphaTimer), sim.Time(d.RateTimer), d.ByteCounter, d.FastRecoveryStages,
+				d.G, d.AlphaTimer, d.RateTimer, d.ByteCounter, d.FastRecoveryStages,
 				scenarios.Rate(d.AdditiveIncrease), scenarios.Rate(d.HyperIncrease), scenarios.Rate(d.MinRate), c.CNPInterval)
 		}
 		fmt.Fprintf(w, "hosts: simulated RNICs (RoCE MTU %d, %s), CNPs on priority %d\n", c.PortMTU, cc, c.CNPPrio)
