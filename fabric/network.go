@@ -62,6 +62,10 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 			lossless: lossless,
 			alpha:    cfg.Switch.Alpha,
 			wdAction: cfg.Switch.PFC.Watchdog.Action,
+			ecn:      cfg.Switch.ECN,
+		}
+		for j, w := range cfg.Switch.Weights {
+			sw.quantum[j] = int64(w) * cfg.MaxFrame()
 		}
 		sw.buf.Init(cfg.Switch.Buffer)
 		n.Switches = append(n.Switches, sw)
@@ -159,8 +163,6 @@ func (n *Network) initPort(sw *Switch, p *Port) error {
 			}
 		}
 		p.in[i].Init(th, &sw.buf)
-		p.ecn[i] = c.ECN[i]
-		p.quantum[i] = int64(c.Weights[i]) * n.cfg.MaxFrame()
 	}
 	p.dwrr = c.Scheduler == DWRR
 	p.tx.Init(p.rate, pc.Quanta, pc.Refresh)

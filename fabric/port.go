@@ -60,12 +60,9 @@ type Port struct {
 	wdDrop       uint8 // queues the watchdog is draining
 
 	dwrr    bool
-	quantum [NumPrio]int64
 	deficit [NumPrio]int64
 	rr      int
 	granted bool
-
-	ecn [NumPrio]ECN
 
 	st    [NumPrio]PrioCounters
 	depth [NumPrio]*pfc.Compact
@@ -296,7 +293,7 @@ func (p *Port) drr(elig uint8) int {
 		}
 		i := p.rr
 		if !p.granted {
-			p.deficit[i] += p.quantum[i]
+			p.deficit[i] += p.sw.quantum[i]
 			p.granted = true
 		}
 		if size := int64(p.q[i].Peek().Size); size <= p.deficit[i] {

@@ -26,6 +26,10 @@ type Switch struct {
 	lossless uint8
 	alpha    float64
 	wdAction pfc.WatchdogAction
+	// Per-priority settings every port shares (kept here, not per port, to
+	// keep ports small): ECN marking and the DWRR quantum in bytes.
+	ecn     [NumPrio]ECN
+	quantum [NumPrio]int64
 
 	// NoRoute counts data frames with no route to their destination.
 	NoRoute      int64
@@ -90,7 +94,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 			return
 		}
 	}
-	if e := &o.ecn[prio]; e.Enabled && pkt.IsECT() && sw.mark(e, o.q[prio].Bytes) {
+	if e := &sw.ecn[prio]; e.Enabled && pkt.IsECT() && sw.mark(e, o.q[prio].Bytes) {
 		pkt.ECN = CE
 		st.ECNMarks++
 	}
