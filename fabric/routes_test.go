@@ -21,8 +21,8 @@ func TestRoutesMatchFullSearch(t *testing.T) {
 		want := n.refRoutes()
 		for si, sw := range n.Switches {
 			for d := range n.Hosts {
-				if !slices.Equal(sw.routes[d], want[si][d]) {
-					t.Fatalf("%+v: %s toward h%d: next hops %v, full search %v", top, sw.Name, d, sw.routes[d], want[si][d])
+				if got := sw.Routes(NodeID(d)); !slices.Equal(got, want[si][d]) {
+					t.Fatalf("%+v: %s toward h%d: next hops %v, full search %v", top, sw.Name, d, got, want[si][d])
 				}
 			}
 		}

@@ -19,8 +19,13 @@ type Switch struct {
 	Name  string
 	Ports []*Port
 
-	buf      pfc.Buffer
-	routes   [][]int32 // by destination host: equal-cost egress ports
+	buf pfc.Buffer
+	// Routes by destination host: route[dst] indexes sets, the switch's
+	// distinct equal-cost egress port lists (sets[0] is empty: no route).
+	// An index per host instead of a slice header per host keeps a k=16
+	// fat-tree's 320 switches × 1,024 hosts at 1.3 MB instead of 7.9 MB.
+	route    []uint32
+	sets     [][]int32
 	salt     uint64
 	rng      *rand.Rand
 	lossless uint8
@@ -41,22 +46,22 @@ func (sw *Switch) Buffer() *pfc.Buffer { return &sw.buf }
 
 // Routes is the list of egress port indices toward host dst (nil if none).
 func (sw *Switch) Routes(dst NodeID) []int32 {
-	if dst < 0 || int(dst) >= len(sw.routes) {
+	if dst < 0 || int(dst) >= len(sw.route) {
 		return nil
 	}
-	return sw.routes[dst]
+	return sw.sets[sw.route[dst]]
 }
 
 // forward handles a data frame arriving at port in.
 func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 	dst := pkt.Dst
-	if dst < 0 || int(dst) >= len(sw.routes) || len(sw.routes[dst]) == 0 {
+	if dst < 0 || int(dst) >= len(sw.route) || sw.route[dst] == 0 {
 		sw.NoRoute++
 		sw.NoRouteBytes += int64(pkt.Size)
 		sw.pool.Put(pkt)
 		return
 	}
-	r := sw.routes[dst]
+	r := sw.sets[sw.route[dst]]
 	oi := r[0]
 	if len(r) > 1 {
 		n := uint64(len(r))

@@ -136,11 +136,12 @@ func (n *Network) routes(g graph) {
 				adj[si] = append(adj[si], nb{p.Peer, int32(p.Index)})
 			}
 		}
-		sw.routes = make([][]int32, nh)
+		sw.route = make([]uint32, nh)
+		sw.sets = [][]int32{nil}
 	}
-	intern := make([]map[string][]int32, len(n.Switches))
+	intern := make([]map[string]uint32, len(n.Switches)) // hop list -> index in sets
 	for i := range intern {
-		intern[i] = map[string][]int32{}
+		intern[i] = map[string]uint32{}
 	}
 	dist := make([]int32, len(n.Switches)) // by switch index; -1: not reached
 	for i := range dist {
@@ -182,12 +183,17 @@ func (n *Network) routes(g graph) {
 			for _, hp := range hops {
 				key = binary.LittleEndian.AppendUint32(key, uint32(hp))
 			}
+			if len(hops) == 0 {
+				continue // route stays 0: none
+			}
+			sw := n.Switches[si]
 			r, ok := intern[si][string(key)]
 			if !ok {
-				r = append([]int32(nil), hops...)
+				r = uint32(len(sw.sets))
+				sw.sets = append(sw.sets, append([]int32(nil), hops...))
 				intern[si][string(key)] = r
 			}
-			n.Switches[si].routes[d] = r
+			sw.route[d] = r
 		}
 		for _, si := range queue {
 			dist[si] = -1
