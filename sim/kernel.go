@@ -49,6 +49,10 @@ type Kernel struct {
 	mins  [levels][nslots]Time   // earliest instant in each non-empty slot
 	bits  [levels][nwords]uint64 // non-empty slots per level
 	used  uint64                 // non-empty levels
+	// spare holds the arrays of emptied upper-level slots, handed to the
+	// next slot that fills: the arrays in use track the slots non-empty at
+	// once rather than every slot's high-water mark.
+	spare [][]entry
 
 	handlers []Handler
 	ids      map[Handler]HandlerID
@@ -128,7 +132,12 @@ func (k *Kernel) file(e entry) {
 	if len(k.slots[lv][s]) == 0 || e.at < k.mins[lv][s] {
 		k.mins[lv][s] = e.at
 	}
-	k.slots[lv][s] = append(k.slots[lv][s], e)
+	sl := k.slots[lv][s]
+	if sl == nil && len(k.spare) > 0 {
+		sl = k.spare[len(k.spare)-1]
+		k.spare = k.spare[:len(k.spare)-1]
+	}
+	k.slots[lv][s] = append(sl, e)
 	k.bits[lv][s>>6] |= 1 << (s & 63)
 	k.used |= 1 << lv
 }
@@ -162,7 +171,12 @@ func (k *Kernel) lowest() (uint, uint) {
 }
 
 func (k *Kernel) clear(lv uint, s uint) {
-	k.slots[lv][s] = k.slots[lv][s][:0]
+	if sl := k.slots[lv][s]; lv > 0 && cap(sl) > 0 {
+		k.spare = append(k.spare, sl[:0])
+		k.slots[lv][s] = nil
+	} else {
+		k.slots[lv][s] = sl[:0]
+	}
 	k.bits[lv][s>>6] &^= 1 << (s & 63)
 	for _, w := range k.bits[lv] {
 		if w != 0 {
