@@ -365,7 +365,8 @@ func (d *defaulter) benchmark() {
 				slow = r
 			}
 		}
-		if msg := sim.TxTime(int64(b.Message), int64(slow)); slow > 0 && b.Message > 0 {
+		if slow > 0 && b.Message > 0 {
+			msg := sim.TxTime(int64(b.Message), int64(slow))
 			def(d, "duration", &s.Duration, Duration(40*msg))
 			def(d, "benchmark.warmup", &b.Warmup, Duration(20*msg))
 		}
