@@ -7,9 +7,10 @@
 # 2026-12-05 at a load average of 4-7), most of it the three Table 4
 # searches.
 set -eu
-# The production-scale runs (results/production, paper Tables 5-7) take
-# about 60 minutes and 18 GB on 2 cores (the 1 s TCP training run alone 10
-# minutes, the wide TCP run 15): run this script with PRODUCTION=1 to include them.
+# The production-scale runs (results/production, paper Tables 5-7) took
+# about 1.5-2 hours on a loaded 2-core machine when last rerun (2026-12-05;
+# the 1 s TCP training run 15 minutes, the wide TCP run 17; at most 7.7 GB
+# resident): run this script with PRODUCTION=1 to include them.
 cd "$(dirname "$0")/.."
 
 go run ./cmd/besim run -q --out results/table2 table2                 # paper Table 2 (§5.1)
