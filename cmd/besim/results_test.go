@@ -53,13 +53,6 @@ func checkResult(t *testing.T, schema map[string]any, name string, b []byte) {
 	}
 }
 
-// legacyResults are committed results written before provenance existed
-// (format version 1) and not regenerated since: the production-scale runs
-// of results/production that the 2026-12-05 rerun (PRODUCTION=1 lines of
-// regenerate.sh) has not yet replaced. They must stay version 1 files
-// until they are rerun, which then makes this list fail: take them off.
-var legacyResults = regexp.MustCompile(`^results/production/training-rdma-wide-loss\.json$`)
-
 // TestResultsMatchSchema: a fresh run's result.json and every committed
 // result validate against report/result.schema.json and carry provenance
 // (format, tool version, revision, scenario digest, resolved scenario).
@@ -86,7 +79,7 @@ func TestResultsMatchSchema(t *testing.T) {
 		t.Errorf("a broken result: want 2 problems, got %q", errs)
 	}
 
-	n, legacy := 0, 0
+	n := 0
 	err = filepath.WalkDir(filepath.Join(repoRoot, "results"), func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
 			return err
@@ -97,14 +90,6 @@ func TestResultsMatchSchema(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if legacyResults.MatchString(rel) {
-			var r report.Result
-			if json.Unmarshal(b, &r) != nil || r.Format != "" {
-				t.Errorf("%s: listed as a version 1 result but is %q: take it off legacyResults", rel, r.Format)
-			}
-			legacy++
-			return nil
-		}
 		n++
 		checkResult(t, schema, rel, b)
 		return nil
@@ -114,8 +99,5 @@ func TestResultsMatchSchema(t *testing.T) {
 	}
 	if n < 15 {
 		t.Errorf("only %d committed results found", n)
-	}
-	if legacy > 0 {
-		t.Logf("%d version 1 results under results/production lack provenance until a PRODUCTION=1 rerun", legacy)
 	}
 }
