@@ -174,7 +174,7 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 		--metrics "user/count,user/p50,user/p99,user/dropped,$C,tcp/loss,tcp/timeouts" -o results/production/inference.json inference
 	# The inference fabric's oversubscription (issue 17): one spine with
 	# 400 Gbps uplinks (2:1, as inference.yaml ships) against two
-	# (non-blocking), at the 10,000 requests/s row (~9 minutes, 7 GB).
+	# (non-blocking), at the 10,000 requests/s row (~5 minutes, 4.7 GB in the 2026-12-05 rerun).
 	go run ./cmd/besim sweep -q -jobs 2 --set workload.spines=1,2 --set workload.rate=10000 \
 		--metrics user/count,user/p50,user/p99,user/dropped,fetch/p99,client/goodput,pfc/frames_tx_interval,fabric/ecn_marks \
 		-o results/production/inference-spines.json inference
@@ -188,14 +188,14 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 		--metrics "$T,tcp/loss,tcp/retransmits,tcp/timeouts" -o results/production/training-tcp.json training
 	# Table 7, wide variant: every trainer fetches and pushes 124 shards per
 	# iteration (about one per server), the incast of Table 4 at 124 and
-	# 346 senders. RDMA over four windows, 25 ms measured (~7 minutes,
-	# 8 GB); TCP collapses into minimum-RTO stalls and needs seconds.
+	# 346 senders. RDMA over four windows, 25 ms measured (~7 minutes and
+	# 8 GB; 20 minutes and 7.7 GB under load in the 2026-12-05 rerun); TCP collapses into minimum-RTO stalls and needs seconds.
 	W='push/count,push/p50,push/p99,push/incomplete,iteration/count,iteration/p50,iteration/p99,fetch/count,fetch/p50,fetch/p99,fetch/incomplete,fetch_phase/p50,fetch_phase/p99,push_phase/p50,push_phase/p99,client/goodput,server/goodput'
 	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=30ms --set workload.warmup=5ms \
 		--set workload.window=none,16KiB,8KiB,4KiB --metrics "$W,pfc/frames_tx,pfc/frames_tx_interval,pfc/host_paused_interval,pfc/longest_pause_host,pfc/longest_pause_switch,pfc/storm_trips,rnic/naks,fabric/ecn_marks" \
 		-o results/production/training-rdma-wide.json training
 	# The same, hardware-only and the 4 KiB window, over a 100 ms interval
-	# (~8 minutes, 18 GB): is the tail stationary, and does any pause last
+	# (~9 minutes, 5.5 GB in the 2026-12-05 rerun): is the tail stationary, and does any pause last
 	# long enough for a storm watchdog (100 ms) to drop frames?
 	go run ./cmd/besim sweep -q -jobs 2 --set workload.trainer_shards=124 --set duration=105ms --set workload.warmup=5ms \
 		--set workload.window=none,4KiB --metrics "$W,pfc/frames_tx_interval,pfc/host_paused_interval,pfc/longest_pause_host,pfc/longest_pause_switch,pfc/storm_trips,rnic/naks,fabric/ecn_marks" \
@@ -208,7 +208,7 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=3s --set workload.warmup=5ms \
 		--set workload.transport=tcp --set workload.tcp.cc=newreno --metrics "$W,fabric/drops,tcp/loss,tcp/retransmits,tcp/timeouts" \
 		-o results/production/training-tcp-wide-newreno.json training
-	# What-if (~5 minutes, 15 GB): hardware-only RDMA and the 4 KiB window
+	# What-if (~12 minutes, 4.4 GB in the 2026-12-05 rerun): hardware-only RDMA and the 4 KiB window
 	# with the paper's NAK rate injected. Every trainer's access link loses
 	# RoCE data frames with probability 0.0174%: 100 per second over the
 	# model's 575K frames/s per trainer, i.e. the paper's 3K NAKs per 30 s
