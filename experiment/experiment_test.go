@@ -32,7 +32,7 @@ func runJSON(t *testing.T, name string, seed uint64) []byte {
 		if seed%2 == 1 {
 			w.Transport, w.TCP = scenarios.OverTCP, &scenarios.TCP{CC: "dctcp", MSS: 1448, InitCwnd: 10,
 				MinRTO: scenarios.Duration(200 * sim.Millisecond), DelayedAck: scenarios.Duration(40 * sim.Millisecond), AckEvery: 2, Threads: 1,
-				RxUsecs: scenarios.Duration(16 * sim.Microsecond), RxFrames: 88}
+				RxUsecs: new(scenarios.Duration(16 * sim.Microsecond)), RxFrames: 88}
 		}
 		s.Fabric.Topology = w.WorkloadTopology()
 		if err := s.Validate(); err != nil {

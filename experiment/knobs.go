@@ -176,7 +176,7 @@ var tcpKnobs = []knob[scenarios.TCP, tcpsim.Config]{
 	val("delayed_ack", func(t *scenarios.TCP) *scenarios.Duration { return &t.DelayedAck }, func(c *tcpsim.Config) *sim.Time { return &c.DelAck }, durTo, durFrom),
 	val("ack_every", func(t *scenarios.TCP) *int { return &t.AckEvery }, func(c *tcpsim.Config) *int { return &c.AckEvery }, same[int], same[int]),
 	val("threads", func(t *scenarios.TCP) *int { return &t.Threads }, func(c *tcpsim.Config) *int { return &c.Threads }, same[int], same[int]),
-	val("rx_usecs", func(t *scenarios.TCP) *scenarios.Duration { return &t.RxUsecs }, func(c *tcpsim.Config) *sim.Time { return &c.RxUsecs }, durTo, durFrom),
+	ptr("rx_usecs", func(t *scenarios.TCP) **scenarios.Duration { return &t.RxUsecs }, func(c *tcpsim.Config) *sim.Time { return &c.RxUsecs }, durTo, durFrom),
 	val("rx_frames", func(t *scenarios.TCP) *int { return &t.RxFrames }, func(c *tcpsim.Config) *int { return &c.RxFrames }, same[int], same[int]),
 }
 
@@ -191,7 +191,7 @@ func TCPConfig(t *scenarios.TCP) tcpsim.Config {
 	for _, k := range tcpKnobs {
 		k.set(t, &c)
 	}
-	c.NoRxModeration = t.RxUsecs == 0
+	c.NoRxModeration = t.RxUsecs != nil && *t.RxUsecs == 0
 	return c
 }
 

@@ -348,3 +348,34 @@ func TestBenchmarkDelayIsTheModels(t *testing.T) {
 		}
 	}
 }
+
+// TestTCPRxUsecsZeroIsOff: workload.tcp.rx_usecs 0us is a value (interrupt
+// moderation off, SCHEMA.md), not an explicit zero refused in favour of
+// the model's 16 us; absent, the model's default applies with moderation
+// on.
+func TestTCPRxUsecsZeroIsOff(t *testing.T) {
+	data, err := scenarios.Builtin("ps-cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tcp     string
+		off     bool
+		wantRx  sim.Time
+		comment string
+	}{
+		{"", false, tcpsim.DefaultConfig().RxUsecs, "absent"},
+		{"  tcp: {rx_usecs: 0us}\n", true, 0, "0us"},
+		{"  tcp: {rx_usecs: 8us}\n", false, 8 * sim.Microsecond, "8us"},
+	} {
+		y := strings.Replace(string(data), "  window: 16KiB\n", "  window: 16KiB\n  transport: tcp\n"+tc.tcp, 1)
+		s, err := scenarios.Parse("ps.yaml", []byte(y))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.comment, err)
+		}
+		c := TCPConfig(s.Workload.TCP)
+		if c.NoRxModeration != tc.off || (!tc.off && c.RxUsecs != tc.wantRx) {
+			t.Errorf("%s: NoRxModeration %v RxUsecs %v; want %v %v", tc.comment, c.NoRxModeration, c.RxUsecs, tc.off, tc.wantRx)
+		}
+	}
+}

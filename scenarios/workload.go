@@ -318,16 +318,16 @@ func (t *WorkloadTransport) UnmarshalYAML(n *yaml.Node) error {
 // Every key is a knob of tcpsim.Config, whose DefaultConfig holds the
 // defaults with their sources (ModelDefaults; SCHEMA.md lists them).
 type TCP struct {
-	CC         string   `yaml:"cc,omitempty"`          // congestion control: dctcp or newreno
-	MSS        Size     `yaml:"mss,omitempty"`         // segment payload
-	Prio       int      `yaml:"prio"`                  // lossy priority TCP sends on
-	InitCwnd   int      `yaml:"init_cwnd,omitempty"`   // initial window, segments
-	MinRTO     Duration `yaml:"min_rto,omitempty"`     // minimum retransmission timeout
-	DelayedAck Duration `yaml:"delayed_ack,omitempty"` // delayed-ACK timer
-	AckEvery   int      `yaml:"ack_every,omitempty"`   // ACK at least every this many full segments
-	Threads    int      `yaml:"threads,omitempty"`     // application and softirq cores per host
-	RxUsecs    Duration `yaml:"rx_usecs,omitempty"`    // receive interrupt moderation (0us: off)
-	RxFrames   int      `yaml:"rx_frames,omitempty"`   // frames that trigger the receive interrupt early
+	CC         string    `yaml:"cc,omitempty"`          // congestion control: dctcp or newreno
+	MSS        Size      `yaml:"mss,omitempty"`         // segment payload
+	Prio       int       `yaml:"prio"`                  // lossy priority TCP sends on
+	InitCwnd   int       `yaml:"init_cwnd,omitempty"`   // initial window, segments
+	MinRTO     Duration  `yaml:"min_rto,omitempty"`     // minimum retransmission timeout
+	DelayedAck Duration  `yaml:"delayed_ack,omitempty"` // delayed-ACK timer
+	AckEvery   int       `yaml:"ack_every,omitempty"`   // ACK at least every this many full segments
+	Threads    int       `yaml:"threads,omitempty"`     // application and softirq cores per host
+	RxUsecs    *Duration `yaml:"rx_usecs,omitempty"`    // receive interrupt moderation (0us: off)
+	RxFrames   int       `yaml:"rx_frames,omitempty"`   // frames that trigger the receive interrupt early
 }
 
 // ThreadDomainsOn reports whether the core gives each I/O thread a thread
@@ -764,8 +764,8 @@ func (v *validator) tcp(p string) {
 	v.knobRange(q+".ack_every", t.AckEvery, 1, 64)
 	v.knobRange(q+".threads", t.Threads, 1, 1024)
 	v.knobRange(q+".rx_frames", t.RxFrames, 1, 1<<16)
-	if t.RxUsecs < 0 || t.RxUsecs > Duration(sim.Millisecond) {
-		v.bad(q+".rx_usecs", "%s is out of range (allowed: 0 (off) to 1ms)", t.RxUsecs)
+	if t.RxUsecs != nil && (*t.RxUsecs < 0 || *t.RxUsecs > Duration(sim.Millisecond)) {
+		v.bad(q+".rx_usecs", "%s is out of range (allowed: 0 (off) to 1ms)", *t.RxUsecs)
 	}
 	if (t.MinRTO != 0 || s.present(q+".min_rto")) && (t.MinRTO <= 0 || t.MinRTO > Duration(120*sim.Second)) {
 		v.bad(q+".min_rto", "%s is out of range (allowed: above 0 up to 120s)", t.MinRTO)
