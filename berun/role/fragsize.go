@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/besim/besim/byteexpress"
@@ -175,6 +176,62 @@ func senderPoint(a byteexpress.Addr) (int, bool) {
 	return i, err == nil && i >= 0
 }
 
+// pointSenderGone reports whether a failed socket or engine (ev) is a
+// point's sender that closed its endpoint after that point's window, as
+// every point's sender does after its drain: expected, not an error.
+func pointSenderGone(ev byteexpress.Event, sw fragsize.Sweep, start time.Time) bool {
+	i, ok := senderPoint(ev.Remote)
+	if !ok || i >= sw.Points {
+		return false
+	}
+	_, to := sw.Window(i)
+	return since(start) >= to
+}
+
+// bulkHandler is the event handler of node n receiving a sweep's bulk
+// messages of msgSize bytes: each message is counted by the
+// fragsize.Receiver of the point it arrives in (pick gives the event's
+// receivers, one per point, and the lock that guards them) and answered
+// with that receiver's response size; a point's sender closing its
+// endpoint after its window counts in closed (pointSenderGone); any other
+// failure, or a message of another size, is an error in errs.
+func bulkHandler(n *beNode, sw fragsize.Sweep, start time.Time, msgSize int, pick func(byteexpress.Event) ([]*fragsize.Receiver, *sync.Mutex), closed *atomic.Int64, errs *firstErr) func(byteexpress.Event) {
+	return func(ev byteexpress.Event) {
+		switch ev.Kind {
+		case byteexpress.EvMessage:
+			rx, mu := pick(ev)
+			if !rx[0].Bulk(ev.Len) {
+				_ = n.ep.Free(ev.Buf)
+				errs.add(fmt.Errorf("%s: a message of %d bytes, the scenario's are %d", ev.Remote, ev.Len, msgSize))
+				return
+			}
+			now := since(start)
+			mu.Lock()
+			size := rx[sw.Point(now)].Message(now, ev.Len)
+			mu.Unlock()
+			_ = n.ep.Free(ev.Buf)
+			out, err := n.ep.Allocate(size)
+			if err != nil {
+				errs.add(err)
+				return
+			}
+			clear(out.Bytes()[:size])
+			if err := ev.Socket.Send(out, size); err != nil {
+				_ = n.ep.Free(out)
+				errs.add(err)
+			}
+		case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
+			_ = n.ep.Free(ev.Buf)
+		case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
+			if pointSenderGone(ev, sw, start) {
+				closed.Add(1)
+				return
+			}
+			errs.add(fmt.Errorf("%s: %v: %v", ev.Remote, ev.Kind, ev.Err))
+		}
+	}
+}
+
 func fragKey(f int) string { return strconv.Itoa(f) + "B" }
 
 // firstErr keeps the first few errors of a role's I/O threads.
@@ -208,46 +265,8 @@ func (r *fragsizeRole) receive(ctx context.Context, spec Spec, sw fragsize.Sweep
 		rx[i] = fragsize.NewReceiver(r.cfg.MsgSize, from, to)
 	}
 	var errs firstErr
-	closed := 0
-	n.setHandler(func(ev byteexpress.Event) {
-		switch ev.Kind {
-		case byteexpress.EvMessage:
-			if !rx[0].Bulk(ev.Len) {
-				_ = n.ep.Free(ev.Buf)
-				errs.add(fmt.Errorf("%s: a message of %d bytes, the scenario's are %d", ev.Remote, ev.Len, r.cfg.MsgSize))
-				return
-			}
-			now := since(spec.Start)
-			mu.Lock()
-			size := rx[sw.Point(now)].Message(now, ev.Len)
-			mu.Unlock()
-			_ = n.ep.Free(ev.Buf)
-			out, err := n.ep.Allocate(size)
-			if err != nil {
-				errs.add(err)
-				return
-			}
-			clear(out.Bytes()[:size])
-			if err := ev.Socket.Send(out, size); err != nil {
-				_ = n.ep.Free(out)
-				errs.add(err)
-			}
-		case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
-			_ = n.ep.Free(ev.Buf)
-		case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
-			// A point's sender closes its endpoint after its drain: the
-			// engine fails then, as expected; before, it is an error.
-			if i, ok := senderPoint(ev.Remote); ok && i < sw.Points {
-				if _, to := sw.Window(i); since(spec.Start) >= to {
-					mu.Lock()
-					closed++
-					mu.Unlock()
-					return
-				}
-			}
-			errs.add(fmt.Errorf("%s: %v: %v", ev.Remote, ev.Kind, ev.Err))
-		}
-	})
+	var closed atomic.Int64
+	n.setHandler(bulkHandler(n, sw, spec.Start, r.cfg.MsgSize, func(byteexpress.Event) ([]*fragsize.Receiver, *sync.Mutex) { return rx, &mu }, &closed, &errs))
 	n.listen()
 	var err error
 	select {
@@ -258,7 +277,7 @@ func (r *fragsizeRole) receive(ctx context.Context, spec Spec, sw fragsize.Sweep
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	res.Metrics["engines_closed"] = float64(closed)
+	res.Metrics["engines_closed"] = float64(closed.Load())
 	for i, m := range rx {
 		k := fragKey(r.cfg.FragSizes[i])
 		res.Metrics["gbps/"+k] = float64(m.Bytes) * 8 / sw.Measure.Seconds() / 1e9

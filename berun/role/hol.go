@@ -210,11 +210,8 @@ func (r *holRole) receive(ctx context.Context, spec Spec, sw fragsize.Sweep, res
 		case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
 			_ = n.ep.Free(ev.Buf)
 		case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
-			// A point's sender closes its endpoint after its drain.
-			if i, ok := senderPoint(ev.Remote); ok && i < sw.Points {
-				if _, to := sw.Window(i); since(spec.Start) >= to {
-					return
-				}
+			if pointSenderGone(ev, sw, spec.Start) {
+				return
 			}
 			errs.add(fmt.Errorf("%s: %v: %v", ev.Remote, ev.Kind, ev.Err))
 		}

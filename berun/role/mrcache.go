@@ -203,18 +203,11 @@ func (r *mrcacheRole) Run(ctx context.Context, spec Spec, peers PeerMap) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	var nc net.Conn
-	if r.sender {
-		nc, err = (&perfRole{}).dial(ctx, spec, peers)
-	} else {
-		nc, err = acceptOne(ctx, r.ln, time.Until(spec.Start)+helloTimeout)
-	}
+	nc, done, err := pairConn(ctx, spec, peers, r.ln, r.sender)
 	if err != nil {
 		return Result{}, err
 	}
-	stop := context.AfterFunc(ctx, func() { nc.Close() })
-	defer stop()
-	defer nc.Close()
+	defer done()
 	c, err := tcpx.New(nc, tcpx.Options{MaxMessage: 16 + 4*verbs.QPInfoSize})
 	if err != nil {
 		return Result{}, err

@@ -197,44 +197,10 @@ func (r *msgrateCoreRole) receive(ctx context.Context, spec Spec, sw fragsize.Sw
 	}
 	var errs firstErr
 	var closed atomic.Int64
-	n.setHandler(func(ev byteexpress.Event) {
-		switch ev.Kind {
-		case byteexpress.EvMessage:
-			st := stripes[ev.Socket.ID()%uint64(len(stripes))]
-			if !st.rx[0].Bulk(ev.Len) {
-				_ = n.ep.Free(ev.Buf)
-				errs.add(fmt.Errorf("%s: a message of %d bytes, the scenario's are %d", ev.Remote, ev.Len, c.MsgSize))
-				return
-			}
-			now := since(spec.Start)
-			st.mu.Lock()
-			size := st.rx[sw.Point(now)].Message(now, ev.Len)
-			st.mu.Unlock()
-			_ = n.ep.Free(ev.Buf)
-			out, err := n.ep.Allocate(size)
-			if err != nil {
-				errs.add(err)
-				return
-			}
-			clear(out.Bytes()[:size])
-			if err := ev.Socket.Send(out, size); err != nil {
-				_ = n.ep.Free(out)
-				errs.add(err)
-			}
-		case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
-			_ = n.ep.Free(ev.Buf)
-		case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
-			// A point's sender closes its endpoint after its drain: its
-			// engines fail then, as expected; before, it is an error.
-			if i, ok := senderPoint(ev.Remote); ok && i < sw.Points {
-				if _, to := sw.Window(i); since(spec.Start) >= to {
-					closed.Add(1)
-					return
-				}
-			}
-			errs.add(fmt.Errorf("%s: %v: %v", ev.Remote, ev.Kind, ev.Err))
-		}
-	})
+	n.setHandler(bulkHandler(n, sw, spec.Start, c.MsgSize, func(ev byteexpress.Event) ([]*fragsize.Receiver, *sync.Mutex) {
+		st := stripes[ev.Socket.ID()%uint64(len(stripes))]
+		return st.rx, &st.mu
+	}, &closed, &errs))
 	n.listen()
 	var err error
 	select {

@@ -256,18 +256,11 @@ func (r *perfRole) Run(ctx context.Context, spec Spec, peers PeerMap) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	var conn net.Conn
-	if r.server {
-		conn, err = acceptOne(ctx, r.ln, time.Until(spec.Start)+helloTimeout)
-	} else {
-		conn, err = r.dial(ctx, spec, peers)
-	}
+	conn, done, err := pairConn(ctx, spec, peers, r.ln, !r.server)
 	if err != nil {
 		return Result{}, err
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	defer conn.Close()
+	defer done()
 	attr := r.vctx.Attr()
 	det := &PerftestDetail{Device: r.vctx.Name(), GIDIndex: r.gid}
 	res := Result{Metrics: map[string]float64{}, Detail: det}
@@ -334,7 +327,25 @@ func (r *perfRole) Run(ctx context.Context, spec Spec, peers PeerMap) (Result, e
 	return res, errors.Join(errs...)
 }
 
-func (r *perfRole) dial(ctx context.Context, spec Spec, peers PeerMap) (net.Conn, error) {
+// pairConn is the control connection of a two-host benchmark's roles: the
+// dialing side connects to its one peer, the other accepts it on ln (until
+// helloTimeout after the start). The connection is closed when ctx ends;
+// done closes it and stops that watch.
+func pairConn(ctx context.Context, spec Spec, peers PeerMap, ln net.Listener, dialing bool) (conn net.Conn, done func(), err error) {
+	if dialing {
+		conn, err = dialPeer(ctx, spec, peers)
+	} else {
+		conn, err = acceptOne(ctx, ln, time.Until(spec.Start)+helloTimeout)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	return conn, func() { stop(); conn.Close() }, nil
+}
+
+// dialPeer connects to the role's one peer from the role's bind address.
+func dialPeer(ctx context.Context, spec Spec, peers PeerMap) (net.Conn, error) {
 	id := spec.Peers[0]
 	p, ok := peers[id]
 	if !ok || p.Addr == "" {
