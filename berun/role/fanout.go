@@ -451,9 +451,20 @@ func (c *fanCli) finish(ctx context.Context, in <-chan fanIn) error {
 	defer wait.Stop()
 	hl := c.w.headLen
 	var errs []error
+	done := make([]bool, len(c.conns))
 	for left := len(c.conns); left > 0; {
 		select {
 		case f := <-in:
+			if done[f.srv] {
+				// A server that has its count may close its endpoint
+				// (its last client ended): the engines to it fail.
+				continue
+			}
+			if f.end {
+				// The server lingers until its count's socket is
+				// closed: it can go now.
+				_ = c.conns[f.srv].Close()
+			}
 			switch {
 			case f.err != nil:
 				errs = append(errs, fmt.Errorf("server %d: %w", f.srv, f.err))
@@ -467,6 +478,7 @@ func (c *fanCli) finish(ctx context.Context, in <-chan fanIn) error {
 					errs = append(errs, fmt.Errorf("server %d counted %d requests, %d were sent", f.srv, n, c.perSrv[f.srv]))
 				}
 			}
+			done[f.srv] = true
 			left--
 		case <-wait.C:
 			return errors.Join(append(errs, fmt.Errorf("%d servers did not answer the end marker within %v", left, helloTimeout))...)

@@ -249,15 +249,32 @@ func (c *fanCli) dialBE(spec Spec, peers PeerMap, n *beNode, in chan<- fanIn, qu
 
 // runBE serves over verbs: the same answers as runTCP, one count per
 // client (its ByteExpress address), until every expected client has sent
-// its end marker (or the run is stopped).
+// its end marker (or the run is stopped). It then lingers until every
+// client has closed the socket its count went out on (or its engine is
+// gone), at most helloTimeout: Send only queues, and closing the endpoint
+// at once would destroy a count still in the send queue.
 func (s *fanSrv) runBE(ctx context.Context, spec Spec, n *beNode) (Result, error) {
 	var (
 		clients = map[byteexpress.Addr]*fanPeer{}
 		errs    []error
 		done    = make(chan struct{})
+		drained = make(chan struct{})
 		head    = make([]byte, s.w.headLen+fanEndLen)
+		// counted: the sockets a count went out on, until their client
+		// closes them; ended: the clients that sent their end marker.
+		counted = map[*byteexpress.Socket]byteexpress.Addr{}
+		ended   = map[byteexpress.Addr]bool{}
 	)
 	want := len(spec.From)
+	drain := func() { // with s.mu held
+		if s.closed && len(counted) == 0 {
+			select {
+			case <-drained:
+			default:
+				close(drained)
+			}
+		}
+	}
 	fail := func(err error) {
 		if len(errs) < 8 {
 			errs = append(errs, err)
@@ -297,6 +314,10 @@ func (s *fanSrv) runBE(ctx context.Context, spec Spec, n *beNode) (Result, error
 			if err != nil {
 				fail(fmt.Errorf("%s: %w", ev.Remote, err))
 			}
+			if end && err == nil {
+				ended[ev.Remote] = true
+				counted[ev.Socket] = ev.Remote
+			}
 			if end && s.ended == want && !s.closed {
 				s.closed = true
 				close(done)
@@ -311,9 +332,25 @@ func (s *fanSrv) runBE(ctx context.Context, spec Spec, n *beNode) (Result, error
 			}
 		case byteexpress.EvSendFailed, byteexpress.EvBufferReturned:
 			_ = n.ep.Free(ev.Buf)
+		case byteexpress.EvClosed:
+			s.mu.Lock()
+			delete(counted, ev.Socket)
+			drain()
+			s.mu.Unlock()
 		case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
 			s.mu.Lock()
-			fail(fmt.Errorf("%s: %v: %v", ev.Remote, ev.Kind, ev.Err))
+			if ended[ev.Remote] {
+				// A client that has its count closes its endpoint:
+				// its engine fails, and that is no failure.
+				for k, a := range counted {
+					if a == ev.Remote && (ev.Kind == byteexpress.EvEngineError || k == ev.Socket) {
+						delete(counted, k)
+					}
+				}
+				drain()
+			} else {
+				fail(fmt.Errorf("%s: %v: %v", ev.Remote, ev.Kind, ev.Err))
+			}
 			s.mu.Unlock()
 		}
 	})
@@ -323,12 +360,29 @@ func (s *fanSrv) runBE(ctx context.Context, spec Spec, n *beNode) (Result, error
 	defer limit.Stop()
 	select {
 	case <-done:
+		s.mu.Lock()
+		drain()
+		s.mu.Unlock()
 	case <-ctx.Done():
 		err = fmt.Errorf("stopped (%v)", context.Cause(ctx))
 	case <-limit.C:
 		err = errors.New("not every client sent its end marker by the end of the run")
 	}
+	var notes []string
+	if err == nil {
+		linger := time.NewTimer(helloTimeout)
+		defer linger.Stop()
+		select {
+		case <-drained:
+		case <-ctx.Done():
+		case <-linger.C:
+			s.mu.Lock()
+			notes = append(notes, fmt.Sprintf("%d count sockets not closed by their clients within %v (the counts may not have arrived)", len(counted), helloTimeout))
+			s.mu.Unlock()
+		}
+	}
 	res := s.result(want)
+	res.Notes = append(res.Notes, notes...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return res, errors.Join(append(errs, err)...)

@@ -375,9 +375,20 @@ func (l *psrLoop) run(ctx context.Context, spec Spec, in <-chan psrEv) error {
 func (l *psrLoop) finish(ctx context.Context, d *psrDialer, in <-chan psrEv, hl int) error {
 	exact := l.calls.Stats.Timeouts == 0 && l.engineErrs == 0
 	var errs []error
+	// ends[i] carries server i's count; closing it once the count is in
+	// lets the server close its endpoint (it lingers until then).
+	ends := make([]*byteexpress.Socket, len(d.addr))
+	defer func() {
+		for _, s := range ends {
+			if s != nil {
+				_ = s.Close()
+			}
+		}
+	}()
 	for i, a := range d.addr {
 		s, err := d.n.ep.Dial(a)
 		if err == nil {
+			ends[i] = s
 			err = beConn{n: d.n, sock: s}.WriteMsg(endMarker(hl))
 		}
 		if err != nil {
@@ -390,11 +401,16 @@ func (l *psrLoop) finish(ctx context.Context, d *psrDialer, in <-chan psrEv, hl 
 	for left := len(d.addr); left > 0; {
 		select {
 		case e := <-in:
-			switch {
-			case done[e.srv]:
+			if done[e.srv] {
 				// A server that has its count may close its endpoint
 				// (its last client ended): the engines to it fail.
 				continue
+			}
+			if e.end && ends[e.srv] != nil {
+				_ = ends[e.srv].Close()
+				ends[e.srv] = nil
+			}
+			switch {
 			case e.bad != nil:
 				errs = append(errs, fmt.Errorf("server %d: %w", e.srv, e.bad))
 			case e.err != nil && exact:
