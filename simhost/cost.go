@@ -5,6 +5,7 @@ import (
 
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // CPUCost is the modelled CPU time of the ByteExpress core's own work in one
@@ -89,7 +90,7 @@ func (c *CPUCost) copyTime(n int64) sim.Time {
 		return 0
 	}
 	// n bytes at CopyBandwidth B/s = n*8 bits at 8*B bit/s.
-	return sim.TxTime(n, 8*c.CopyBandwidth)
+	return sim.TxTime(n, units.Rate(8*c.CopyBandwidth))
 }
 
 // Of is the CPU time of one step that performed ops (excluding the verbs

@@ -6,6 +6,7 @@ import (
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // CC is a congestion-control algorithm.
@@ -113,7 +114,7 @@ func (c *CPUCost) copyTime(n int) sim.Time {
 	if c.CopyBandwidth <= 0 || n <= 0 {
 		return 0
 	}
-	return sim.TxTime(int64(n), 8*c.CopyBandwidth)
+	return sim.TxTime(int64(n), units.Rate(8*c.CopyBandwidth))
 }
 
 // Config is every host's TCP stack. Zero fields take the defaults above.

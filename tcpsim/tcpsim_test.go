@@ -8,6 +8,7 @@ import (
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // star is a star fabric of n hosts with prio 0 lossy; ecnK > 0 sets DCTCP
@@ -15,8 +16,8 @@ import (
 func star(n int, buffer int64, ecnK int64) fabric.Config {
 	fc := fabric.DefaultConfig()
 	fc.Topology = fabric.Topology{Kind: fabric.Star, Hosts: n}
-	fc.Switch.Buffer = buffer
-	fc.Switch.ECN[0] = fabric.ECN{Enabled: ecnK > 0, Kmin: ecnK, Kmax: ecnK, Pmax: 1}
+	fc.Switch.Buffer = units.Size(buffer)
+	fc.Switch.ECN[0] = fabric.ECN{Enabled: ecnK > 0, Kmin: units.Size(ecnK), Kmax: units.Size(ecnK), Pmax: 1}
 	fc.Switch.PFC.Lossless = [fabric.NumPrio]bool{} // TCP only: no RoCE class to reserve headroom for
 	return fc
 }

@@ -98,7 +98,7 @@ func Run(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	w := rnic.NewWire(k, nil, cfg.Rate, cfg.Delay)
+	w := rnic.NewWire(k, nil, units.Rate(cfg.Rate), cfg.Delay)
 	w.Connect(na, 1, nb, 2)
 	ca, _ := na.Open()
 	cb, _ := nb.Open()
