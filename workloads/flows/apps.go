@@ -404,7 +404,7 @@ func (f *rdmaFlow) delivered() uint64 { return f.rqp.Stats().RxPayload }
 // flows.
 func (x *Sim) buildRNIC() error {
 	s := x.Scenario
-	cfg, err := experiment.NICConfig(s, int64(s.Fabric.Links.HostRate))
+	cfg, err := experiment.NICConfig(s, units.Rate(s.Fabric.Links.HostRate))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 	"github.com/besim/besim/workloads/perftest"
 )
@@ -68,7 +69,7 @@ func runPerftest(s *scenarios.Scenario, r *report.Result) {
 	paperRows := 0
 	for _, run := range runs {
 		key := perftest.Key(int64(run.Rate), verbs.MTU(run.MTU), perftest.Transport(run.Transport))
-		nic, err := experiment.NICConfig(s, int64(run.Rate))
+		nic, err := experiment.NICConfig(s, units.Rate(run.Rate))
 		var res Result
 		if err == nil {
 			res, err = Run(Config{Config: perftest.ScenarioConfig(s, perftest.Transport(run.Transport), verbs.MTU(run.MTU), int(run.Message)),
