@@ -6,6 +6,7 @@ import (
 
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/units"
 )
 
 // benchmark is the Runner of a benchmark scenario (section benchmark): a
@@ -27,7 +28,7 @@ func NewBenchmark(s *scenarios.Scenario, rates []scenarios.Rate, runs int, run f
 			continue
 		}
 		seen[r] = true
-		if _, err := NICConfig(s, int64(r)); err != nil {
+		if _, err := NICConfig(s, units.Rate(r)); err != nil {
 			return nil, err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/app"
 )
 
@@ -77,7 +78,7 @@ func ClusterConfig(s *scenarios.Scenario) (simhost.Config, error) {
 	if err != nil {
 		return simhost.Config{}, err
 	}
-	nic, err := NICConfig(s, int64(s.Fabric.Links.HostRate))
+	nic, err := NICConfig(s, units.Rate(s.Fabric.Links.HostRate))
 	if err != nil {
 		return simhost.Config{}, err
 	}

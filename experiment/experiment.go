@@ -24,6 +24,7 @@ import (
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/units"
 )
 
 // FabricConfig translates the scenario's fabric section.
@@ -49,12 +50,12 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 	if f.Links.UplinkRate > 0 {
 		upRate = f.Links.UplinkRate
 	}
-	c.HostLink = fabric.LinkConfig{Rate: int64(hostRate), Delay: f.Links.Delay.Time()}
-	c.FabricLink = fabric.LinkConfig{Rate: int64(upRate), Delay: f.Links.Delay.Time()}
+	c.HostLink = fabric.LinkConfig{Rate: units.Rate(hostRate), Delay: f.Links.Delay.Time()}
+	c.FabricLink = fabric.LinkConfig{Rate: units.Rate(upRate), Delay: f.Links.Delay.Time()}
 	c.MTU = int(s.Hosts.MTU)
 
 	sw := &c.Switch
-	sw.Buffer = int64(f.Switch.Buffer)
+	sw.Buffer = units.Size(f.Switch.Buffer)
 	sw.Alpha = f.Switch.Alpha.Float64()
 	switch f.Switch.Scheduler {
 	case scenarios.Strict:
@@ -75,7 +76,7 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 	pfcPrio := -1
 	for i, p := range f.Priorities {
 		if p.ECN != nil {
-			sw.ECN[p.Prio] = fabric.ECN{Enabled: true, Kmin: int64(p.ECN.Kmin), Kmax: int64(p.ECN.Kmax), Pmax: float64(p.ECN.Pmax)}
+			sw.ECN[p.Prio] = fabric.ECN{Enabled: true, Kmin: units.Size(p.ECN.Kmin), Kmax: units.Size(p.ECN.Kmax), Pmax: float64(p.ECN.Pmax)}
 		}
 		if !p.Lossless || !f.PFC.On() {
 			continue
@@ -95,19 +96,19 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 		if pfcFrom.XOFF.Dynamic {
 			pc.Alpha = pfcFrom.Alpha.Float64()
 			pc.XOFF, pc.XON = 0, 0
-			pc.XONOffset = int64(pfcFrom.XONOffset)
+			pc.XONOffset = units.Size(pfcFrom.XONOffset)
 		} else {
 			pc.Alpha = 0
-			pc.XOFF = int64(pfcFrom.XOFF.Size)
+			pc.XOFF = units.Size(pfcFrom.XOFF.Size)
 			if pfcFrom.XON > 0 {
-				pc.XON = int64(pfcFrom.XON)
+				pc.XON = units.Size(pfcFrom.XON)
 			} else {
-				pc.XON = pc.XOFF - int64(pfcFrom.XONOffset)
+				pc.XON = pc.XOFF - units.Size(pfcFrom.XONOffset)
 			}
 		}
 		pc.Headroom = 0
 		if !pfcFrom.Headroom.Auto {
-			pc.Headroom = int64(pfcFrom.Headroom.Size)
+			pc.Headroom = units.Size(pfcFrom.Headroom.Size)
 		}
 	}
 	sw.PFC.Quanta = uint16(f.PFC.Quanta)

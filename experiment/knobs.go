@@ -168,8 +168,7 @@ var rnicKnobs = []knob[scenarios.RNIC, rnic.Config]{
 var tcpKnobs = []knob[scenarios.TCP, tcpsim.Config]{
 	val("cc", func(t *scenarios.TCP) *string { return &t.CC }, func(c *tcpsim.Config) *tcpsim.CC { return &c.CC },
 		func(s string) tcpsim.CC { return tcpsim.CC(s) }, func(c tcpsim.CC) string { return string(c) }),
-	val("mss", func(t *scenarios.TCP) *scenarios.Size { return &t.MSS }, func(c *tcpsim.Config) *int { return &c.MSS },
-		func(s scenarios.Size) int { return int(s) }, func(n int) scenarios.Size { return scenarios.Size(n) }),
+	val("mss", func(t *scenarios.TCP) *scenarios.Size { return &t.MSS }, func(c *tcpsim.Config) *units.Size { return &c.MSS }, sizeTo, sizeFrom),
 	val("prio", func(t *scenarios.TCP) *int { return &t.Prio }, func(c *tcpsim.Config) *uint8 { return &c.Prio }, u8To, u8From),
 	val("init_cwnd", func(t *scenarios.TCP) *int { return &t.InitCwnd }, func(c *tcpsim.Config) *int { return &c.InitCwnd }, same[int], same[int]),
 	val("min_rto", func(t *scenarios.TCP) *scenarios.Duration { return &t.MinRTO }, func(c *tcpsim.Config) *sim.Time { return &c.MinRTO }, durTo, durFrom),

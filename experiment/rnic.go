@@ -12,7 +12,7 @@ import (
 // and is capped by (the host link rate; a benchmark passes each point's).
 // Unset fields keep rnic.DefaultConfig's values (and the dcqcn profile's);
 // rnicKnobs and dcqcnKnobs bind each key to its field.
-func NICConfig(s *scenarios.Scenario, lineRate int64) (rnic.Config, error) {
+func NICConfig(s *scenarios.Scenario, lineRate units.Rate) (rnic.Config, error) {
 	c := rnic.DefaultConfig()
 	r := s.RNIC
 	if r == nil {
@@ -37,7 +37,7 @@ func NICConfig(s *scenarios.Scenario, lineRate int64) (rnic.Config, error) {
 	}
 
 	if c.CC == rnic.CCDCQCN {
-		m := dcqcnFor(s, units.Rate(lineRate))
+		m := dcqcnFor(s, lineRate)
 		c.DCQCN, c.CNPInterval = m.Config, m.CNPInterval
 		if err := c.DCQCN.Validate(); err != nil {
 			return c, s.Errorf("dcqcn", "%v", err)

@@ -126,7 +126,7 @@ func TestDCQCNProfiles(t *testing.T) {
 		}(), dcqcn.DefaultCNPInterval},
 	} {
 		s := parse(t, "d", head+c.dcqcn)
-		got, err := NICConfig(s, line.BitsPerSecond())
+		got, err := NICConfig(s, line)
 		if err != nil {
 			t.Fatalf("%q: %v", c.dcqcn, err)
 		}

@@ -3,10 +3,10 @@ package fabric
 import (
 	"errors"
 	"fmt"
-	"github.com/besim/besim/units"
 
 	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Defaults, each with its source. "Assumption" marks a value the paper does
@@ -14,10 +14,10 @@ import (
 const (
 	// DefaultHostRate: the paper's inference and training clusters use 25 Gbps
 	// Mellanox ConnectX-5 NICs (§8.1, §8.2).
-	DefaultHostRate int64 = 25 * units.Gbps
+	DefaultHostRate = units.Rate(25 * units.Gbps)
 	// DefaultFabricRate: switch-to-switch links. Assumption: 100 Gbps uplinks,
 	// the usual pairing with 25 Gbps server ports; the paper gives none.
-	DefaultFabricRate int64 = 100 * units.Gbps
+	DefaultFabricRate = units.Rate(100 * units.Gbps)
 	// DefaultLinkDelay: one-way per-link latency. Assumption following the HPCC
 	// ns-3 topologies (1 us per link; it stands for cable plus switch pipeline,
 	// which besim does not model separately). Cable alone is ~5 ns/m.
@@ -28,7 +28,7 @@ const (
 	// DefaultBuffer: switch shared packet buffer. Source: the HPCC ns-3 switch
 	// MMU default (12 MiB), Broadcom Trident II-class. Assumption: one pool
 	// per switch (real chips split buffer across pipelines/XPEs).
-	DefaultBuffer = 12 << 20
+	DefaultBuffer = units.Size(12 * units.MiB)
 	// DefaultEgressAlpha: dynamic-threshold alpha of lossy egress queues
 	// (queue may grow to alpha × free shared buffer; Choudhury & Hahne).
 	// Assumption: 1, a common vendor default.
@@ -38,8 +38,8 @@ const (
 	DefaultLosslessPrio = 3
 	// ECN RED defaults from the DCQCN paper (Zhu et al., SIGCOMM 2015):
 	// Kmin 5 KB, Kmax 200 KB, Pmax 1%. Assumption: same at every link rate.
-	DefaultKmin = 5_000
-	DefaultKmax = 200_000
+	DefaultKmin = units.Size(5 * units.KB)
+	DefaultKmax = units.Size(200 * units.KB)
 	DefaultPmax = 0.01
 	// DefaultSampleCap: points kept per queue-depth series (bounded memory).
 	DefaultSampleCap = 1024
@@ -74,7 +74,7 @@ type Topology struct {
 
 // LinkConfig is one class of links (both directions alike).
 type LinkConfig struct {
-	Rate  int64    // bits/s
+	Rate  units.Rate
 	Delay sim.Time // one-way propagation
 }
 
@@ -97,19 +97,21 @@ const (
 // Kmax and 1 for q > Kmax.
 type ECN struct {
 	Enabled    bool
-	Kmin, Kmax int64
+	Kmin, Kmax units.Size
 	Pmax       float64
 }
 
-// Probability is the marking probability at queue length q bytes.
+// Probability is the marking probability at queue length q bytes (a plain
+// int64, as the queue accounting; converting the thresholds costs nothing).
 func (e ECN) Probability(q int64) float64 {
+	kmin, kmax := e.Kmin.Bytes(), e.Kmax.Bytes()
 	switch {
-	case !e.Enabled || q <= e.Kmin:
+	case !e.Enabled || q <= kmin:
 		return 0
-	case q > e.Kmax:
+	case q > kmax:
 		return 1
 	}
-	return e.Pmax * float64(q-e.Kmin) / float64(e.Kmax-e.Kmin)
+	return e.Pmax * float64(q-kmin) / float64(kmax-kmin)
 }
 
 // PFC configures priority flow control on every port of the fabric (switch
@@ -122,11 +124,11 @@ type PFC struct {
 	// Alpha > 0 selects dynamic XOFF = Alpha × free shared buffer, and XON =
 	// XOFF − XONOffset. Alpha 0 selects static XOFF/XON bytes.
 	Alpha     float64
-	XONOffset int64
-	XOFF, XON int64
-	// Headroom per lossless (port, priority) in bytes; 0 computes it per port
-	// with pfc.Headroom(rate, delay, largest frame, Response).
-	Headroom int64
+	XONOffset units.Size
+	XOFF, XON units.Size
+	// Headroom per lossless (port, priority); 0 computes it per port with
+	// pfc.Headroom(rate, delay, largest frame, Response).
+	Headroom units.Size
 	// Response is the peer response time used for computed headroom.
 	Response sim.Time
 	// Quanta in XOFF frames (0: pfc.DefaultQuanta) and refresh interval
@@ -150,7 +152,7 @@ func (p *PFC) LosslessMask() uint8 {
 
 // SwitchConfig is shared by every switch.
 type SwitchConfig struct {
-	Buffer int64 // shared packet buffer, bytes
+	Buffer units.Size // shared packet buffer
 	// Alpha is the lossy egress dynamic threshold.
 	Alpha     float64
 	Scheduler Scheduler

@@ -50,7 +50,7 @@ func TestLineRateGoodput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%dG/%dB", tc.gbps, tc.mtu), func(t *testing.T) {
-			rate := tc.gbps * units.Gbps
+			rate := units.Rate(tc.gbps * units.Gbps)
 			n := build(t, func(c *Config) {
 				c.Topology = Topology{Kind: Star, Hosts: 2}
 				c.HostLink.Rate = rate
@@ -151,10 +151,10 @@ func TestIncastLossless(t *testing.T) {
 				}
 				p := sw.Ports[i].Prio[lossless]
 				in := p.Ingress
-				if in.MaxBytes > in.MaxXOFF+sw.Ports[i].Headroom {
+				if in.MaxBytes > in.MaxXOFF+sw.Ports[i].Headroom.Bytes() {
 					t.Errorf("port %d: max ingress %d > XOFF %d + headroom %d", i, in.MaxBytes, in.MaxXOFF, sw.Ports[i].Headroom)
 				}
-				if in.MaxHeadroom > exact {
+				if in.MaxHeadroom > exact.Bytes() {
 					t.Errorf("port %d: headroom used %d > formula %d", i, in.MaxHeadroom, exact)
 				}
 				if p.XOFFEvents == 0 || p.PauseTx == 0 || p.ResumeTx == 0 {
@@ -463,7 +463,7 @@ func TestDeterminism(t *testing.T) {
 // report says so loudly. The exact formula (zero response time) suffices
 // even with the reverse direction busy.
 func TestHeadroomOverflowIsLoud(t *testing.T) {
-	run := func(headroom int64) *Network {
+	run := func(headroom units.Size) *Network {
 		n := build(t, func(c *Config) {
 			c.Topology = Topology{Kind: Star, Hosts: 9}
 			c.Switch.PFC.Headroom = headroom
@@ -499,7 +499,7 @@ func TestHeadroomOverflowIsLoud(t *testing.T) {
 		used = max(used, p.Prio[lossless].Ingress.MaxHeadroom)
 	}
 	t.Logf("headroom formula %d B, max used %d B", exact, used)
-	if used < exact/2 {
+	if used < exact.Bytes()/2 {
 		t.Fatalf("headroom used %d of %d: scenario does not exercise it", used, exact)
 	}
 }
@@ -696,7 +696,7 @@ func TestPauseRefreshHoldsLongPause(t *testing.T) {
 
 // A flow paced below line rate gets exactly its rate.
 func TestPacedFlow(t *testing.T) {
-	for _, rate := range []int64{1 * units.Gbps, 10 * units.Gbps, 24 * units.Gbps} {
+	for _, rate := range []units.Rate{1 * units.Gbps, 10 * units.Gbps, 24 * units.Gbps} {
 		n := build(t, func(c *Config) { c.Topology = Topology{Kind: Star, Hosts: 2} })
 		id := addFlow(t, n, Flow{Src: 0, Dst: 1, Prio: lossy, Rate: rate, Start: 3 * sim.Microsecond, Duration: sim.Millisecond})
 		n.Run(2 * sim.Millisecond)

@@ -1,6 +1,9 @@
 package fabric
 
-import "github.com/besim/besim/sim"
+import (
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
+)
 
 // Host is the attachment point for an endpoint model: the simple paced
 // sender/sink here, the simulated RNIC (package rnic) later.
@@ -30,8 +33,8 @@ type Uplink interface {
 	Wake()
 	// Pool is the simulation's packet pool.
 	Pool() *Pool
-	// Rate is the link rate in bits/s.
-	Rate() int64
+	// Rate is the link rate.
+	Rate() units.Rate
 	// Node is the host's address in the topology.
 	Node() NodeID
 }

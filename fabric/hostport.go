@@ -3,6 +3,7 @@ package fabric
 import (
 	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // HostCounters are a host uplink's counters, per priority for data frames.
@@ -33,7 +34,7 @@ type HostPort struct {
 	id       NodeID
 	host     Host
 	out      *Link
-	rate     int64
+	rate     units.Rate
 	peer     NodeID
 	peerPort int
 
@@ -66,8 +67,8 @@ func (h *HostPort) Name() string { return h.net.NodeName(h.id) }
 // received frames back.
 func (h *HostPort) Pool() *Pool { return h.pool }
 
-// Rate is the uplink line rate in bits/s.
-func (h *HostPort) Rate() int64 { return h.rate }
+// Rate is the uplink line rate.
+func (h *HostPort) Rate() units.Rate { return h.rate }
 
 // Kernel is the simulation's event kernel (for the host's own timers).
 func (h *HostPort) Kernel() *sim.Kernel { return h.k }

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // receiver is the far end of a link: a switch Port or a HostPort.
@@ -22,7 +23,7 @@ type receiver interface {
 type Link struct {
 	k     *sim.Kernel
 	hid   sim.HandlerID
-	Rate  int64
+	Rate  units.Rate
 	Delay sim.Time
 	From  NodeID
 	To    NodeID

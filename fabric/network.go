@@ -5,6 +5,7 @@ import (
 
 	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Network is one simulated fabric: it owns the packet pool, the hosts'
@@ -139,7 +140,7 @@ func (n *Network) connect(e edge) error {
 	return nil
 }
 
-func (sw *Switch) newPort(peer NodeID, peerPort int, rate int64) *Port {
+func (sw *Switch) newPort(peer NodeID, peerPort int, rate units.Rate) *Port {
 	p := &Port{sw: sw, k: sw.net.K, pool: sw.pool, Index: len(sw.Ports), Peer: peer, PeerPort: peerPort, rate: rate}
 	p.hid = sw.net.K.Register(p)
 	sw.Ports = append(sw.Ports, p)
@@ -151,7 +152,7 @@ func (n *Network) initPort(sw *Switch, p *Port) error {
 	pc := &c.PFC
 	p.headroom = pc.Headroom
 	if p.headroom == 0 {
-		p.headroom = pfc.Headroom(p.rate, p.out.Delay, n.cfg.MaxFrame()+WireGap, pc.Response)
+		p.headroom = pfc.Headroom(p.rate, p.out.Delay, units.Size(n.cfg.MaxFrame()+WireGap), pc.Response)
 	}
 	for i := 0; i < NumPrio; i++ {
 		th := pfc.Thresholds{Lossless: pc.Lossless[i]}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Event tags of ports (switch ports and host ports alike).
@@ -43,8 +44,8 @@ type Port struct {
 	Peer     NodeID
 	PeerPort int // index of the peer's port (0 for a host)
 	out      *Link
-	rate     int64
-	headroom int64
+	rate     units.Rate
+	headroom units.Size
 
 	q        [NumPrio]Queue
 	qmask    uint8 // non-empty queues
@@ -101,11 +102,11 @@ var _ sim.Handler = (*Port)(nil)
 // Switch is the switch owning the port.
 func (p *Port) Switch() *Switch { return p.sw }
 
-// Rate is the port's line rate in bits/s.
-func (p *Port) Rate() int64 { return p.rate }
+// Rate is the port's line rate.
+func (p *Port) Rate() units.Rate { return p.rate }
 
 // Headroom is the per-priority-group headroom reserved at this port.
-func (p *Port) Headroom() int64 { return p.headroom }
+func (p *Port) Headroom() units.Size { return p.headroom }
 
 // QueueBytes is the bytes queued for egress at priority prio.
 func (p *Port) QueueBytes(prio int) int64 { return p.q[prio].Bytes }

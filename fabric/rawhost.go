@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Flow is a raw paced flow between two hosts, sent by a RawHost: frames of
@@ -14,11 +15,10 @@ import (
 type Flow struct {
 	Src, Dst NodeID
 	Prio     uint8
-	// Rate in bits/s of wire bytes (gaps included); 0 means the source's
-	// line rate.
-	Rate int64
-	// Size in payload bytes; 0 means unlimited (then Duration, or forever).
-	Size int64
+	// Rate of wire bytes (gaps included); 0 means the source's line rate.
+	Rate units.Rate
+	// Size of payload; 0 means unlimited (then Duration, or forever).
+	Size units.Size
 	// Duration after Start at which the source stops; 0 means no limit.
 	Duration sim.Time
 	Start    sim.Time
@@ -57,7 +57,7 @@ type rawFlow struct {
 	st      *FlowStats
 	prio    uint8
 	mtu     int32
-	rate    int64
+	rate    units.Rate
 	next    sim.Time // earliest start of the next frame
 	end     sim.Time
 	left    int64 // payload left; <0 unlimited
@@ -96,7 +96,7 @@ func (h *RawHost) OnEvent(now sim.Time, _ uint64) { h.up.Wake() }
 // addFlow registers a flow sourced here.
 func (h *RawHost) addFlow(st *FlowStats) {
 	f := st.Flow
-	rf := &rawFlow{st: st, prio: f.Prio, mtu: int32(f.MTU), rate: f.Rate, next: f.Start, end: sim.Never, left: f.Size, ecn: ECT}
+	rf := &rawFlow{st: st, prio: f.Prio, mtu: int32(f.MTU), rate: f.Rate, next: f.Start, end: sim.Never, left: f.Size.Bytes(), ecn: ECT}
 	if rf.mtu == 0 {
 		rf.mtu = int32(h.net.cfg.MTU)
 	}

@@ -89,8 +89,8 @@ type PortReport struct {
 	Index       int
 	Peer        NodeID
 	PeerName    string
-	Rate        int64
-	Headroom    int64
+	Rate        units.Rate
+	Headroom    units.Size
 	PFCFramesTx int64
 	PFCFramesRx int64
 	Prio        [NumPrio]PrioReport
@@ -291,7 +291,7 @@ func (n *Network) WriteExplain(w io.Writer) error {
 		fmt.Fprintf(&b, "%s: buffer %d B = shared %d B + headroom reserved %d B (%d ports)\n", sw.Name, bf.Size, bf.SharedSize(), bf.Reserved, len(sw.Ports))
 		seen := map[[2]int64]bool{}
 		for _, p := range sw.Ports {
-			key := [2]int64{p.rate, int64(p.out.Delay)}
+			key := [2]int64{p.rate.BitsPerSecond(), int64(p.out.Delay)}
 			if seen[key] {
 				continue
 			}

@@ -53,6 +53,10 @@
 //
 // # Units
 //
-// Times are sim.Time (ps), rates bits/s, sizes bytes (int64). One pause
-// quantum is 512 bit times at the port rate (802.3 Annex 31B/802.1Qbb).
+// Times are sim.Time (ps). At the boundary (Thresholds, Buffer.Init and
+// Reserve, Headroom, the quanta conversions, Rx/Tx.Init) rates are
+// units.Rate (bits/s) and sizes units.Size (bytes); the accounting that the
+// packet path updates (Buffer's and Ingress's byte counts, Admit's and
+// Release's frame sizes) is plain int64 bytes. One pause quantum is 512 bit
+// times at the port rate (802.3 Annex 31B/802.1Qbb).
 package pfc

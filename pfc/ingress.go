@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Defaults for priority-group thresholds. Sources: the HPCC ns-3 simulator's
@@ -13,7 +14,7 @@ import (
 // Broadcom-style dynamic-threshold MMU.
 const (
 	DefaultAlpha     = 1.0 / 8
-	DefaultXONOffset = 3 * 1024
+	DefaultXONOffset = units.Size(3 * units.KiB)
 )
 
 // Buffer is a switch's packet memory: a shared pool plus a headroom pool
@@ -31,18 +32,19 @@ type Buffer struct {
 	MaxHeadroomUsed int64
 }
 
-// Init sets the total size and clears all use and reservations.
-func (b *Buffer) Init(size int64) { *b = Buffer{Size: size} }
+// Init sets the total size and clears all use and reservations. The
+// accounting fields stay plain int64 bytes: the packet path adds to them.
+func (b *Buffer) Init(size units.Size) { *b = Buffer{Size: size.Bytes()} }
 
 // Reserve carves n bytes of headroom out of the shared pool.
-func (b *Buffer) Reserve(n int64) error {
+func (b *Buffer) Reserve(n units.Size) error {
 	if n < 0 {
 		return fmt.Errorf("pfc: negative headroom reservation %d", n)
 	}
-	if b.Reserved+n >= b.Size {
-		return fmt.Errorf("pfc: headroom reservations (%d B) leave no shared buffer in %d B", b.Reserved+n, b.Size)
+	if b.Reserved+n.Bytes() >= b.Size {
+		return fmt.Errorf("pfc: headroom reservations (%d B) leave no shared buffer in %d B", b.Reserved+n.Bytes(), b.Size)
 	}
-	b.Reserved += n
+	b.Reserved += n.Bytes()
 	return nil
 }
 
@@ -70,12 +72,12 @@ type Thresholds struct {
 	// Alpha > 0 selects dynamic thresholds: XOFF = Alpha × Buffer.Free(),
 	// XON = XOFF − XONOffset (not below 0).
 	Alpha     float64
-	XONOffset int64
-	// XOFF and XON are static thresholds in bytes of shared buffer, used when
-	// Alpha is 0. XON <= XOFF.
-	XOFF, XON int64
+	XONOffset units.Size
+	// XOFF and XON are static thresholds of shared buffer, used when Alpha is
+	// 0. XON <= XOFF.
+	XOFF, XON units.Size
 	// Headroom is this group's reservation (see Headroom).
-	Headroom int64
+	Headroom units.Size
 }
 
 // Validate reports a configuration error in words.
@@ -159,24 +161,26 @@ func (g *Ingress) Init(t Thresholds, buf *Buffer) {
 // Thresholds returns the group's configuration.
 func (g *Ingress) Thresholds() Thresholds { return g.t }
 
-// XOFF is the pause threshold now, in shared bytes.
+// XOFF is the pause threshold now, in shared bytes (a plain int64, as the
+// accounting it is compared with; the conversions from the typed thresholds
+// here and below cost nothing at run time).
 func (g *Ingress) XOFF() int64 {
 	if g.t.Alpha > 0 {
 		return int64(g.t.Alpha * float64(g.buf.Free()))
 	}
-	return g.t.XOFF
+	return g.t.XOFF.Bytes()
 }
 
 // XON is the resume threshold now, in shared bytes.
 func (g *Ingress) XON() int64 {
 	if g.t.Alpha > 0 {
-		x := g.XOFF() - g.t.XONOffset
+		x := g.XOFF() - g.t.XONOffset.Bytes()
 		if x < 0 {
 			return 0
 		}
 		return x
 	}
-	return g.t.XON
+	return g.t.XON.Bytes()
 }
 
 // Bytes is what the group holds.
@@ -204,7 +208,7 @@ func (g *Ingress) Admit(now sim.Time, n int64) Action {
 	switch {
 	case (!g.asserted || g.Shared < xoff) && b.SharedUsed+n <= b.SharedSize():
 		g.chargeShared(n)
-	case g.Hdrm+n <= g.t.Headroom:
+	case g.Hdrm+n <= g.t.Headroom.Bytes():
 		g.Hdrm += n
 		b.HeadroomUsed += n
 		if g.Hdrm > g.Stats.MaxHeadroom {

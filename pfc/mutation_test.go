@@ -18,8 +18,8 @@ func TestTracesCatchMutants(t *testing.T) {
 		t.Skip("rebuilds the package")
 	}
 	for _, m := range []struct{ name, from, to, script string }{
-		{"XON offset ignored", "x := g.XOFF() - g.t.XONOffset", "x := g.XOFF()", "xoff-xon-dynamic"},
-		{"XON offset added", "x := g.XOFF() - g.t.XONOffset", "x := g.XOFF() + g.t.XONOffset", "xoff-xon-dynamic"},
+		{"XON offset ignored", "x := g.XOFF() - g.t.XONOffset.Bytes()", "x := g.XOFF()", "xoff-xon-dynamic"},
+		{"XON offset added", "x := g.XOFF() - g.t.XONOffset.Bytes()", "x := g.XOFF() + g.t.XONOffset.Bytes()", "xoff-xon-dynamic"},
 		{"no hysteresis", "g.Shared <= g.XON()", "g.Shared < g.XOFF()", "xoff-xon-static"},
 	} {
 		t.Run(m.name, func(t *testing.T) {

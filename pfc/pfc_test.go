@@ -5,23 +5,22 @@ import (
 	"testing"
 
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
-
-const gbps = 1_000_000_000
 
 func TestQuantaConversion(t *testing.T) {
 	tests := []struct {
 		q    uint16
-		rate int64
+		rate units.Rate
 		want sim.Time
 	}{
-		{1, 25 * gbps, 20480},           // 512 bits at 25G = 20.48 ns
-		{1, 100 * gbps, 5120},           // 5.12 ns
-		{1, 400 * gbps, 1280},           // 1.28 ns
-		{0xFFFF, 25 * gbps, 1342156800}, // 65535 x 20.48 ns = 1.342 ms
-		{0xFFFF, 100 * gbps, 335539200}, // 335.5 us
-		{0xFFFF, 10 * gbps, 3355392000}, // 3.355 ms
-		{0, 25 * gbps, 0},
+		{1, 25 * units.Gbps, 20480},           // 512 bits at 25G = 20.48 ns
+		{1, 100 * units.Gbps, 5120},           // 5.12 ns
+		{1, 400 * units.Gbps, 1280},           // 1.28 ns
+		{0xFFFF, 25 * units.Gbps, 1342156800}, // 65535 x 20.48 ns = 1.342 ms
+		{0xFFFF, 100 * units.Gbps, 335539200}, // 335.5 us
+		{0xFFFF, 10 * units.Gbps, 3355392000}, // 3.355 ms
+		{0, 25 * units.Gbps, 0},
 		{3, 3, 512 * sim.Second}, // 1536 bits at 3 bit/s
 	}
 	for _, tc := range tests {
@@ -31,16 +30,16 @@ func TestQuantaConversion(t *testing.T) {
 	}
 	back := []struct {
 		d    sim.Time
-		rate int64
+		rate units.Rate
 		want uint16
 	}{
-		{20480, 25 * gbps, 1},
-		{20481, 25 * gbps, 2}, // rounds up: never pause shorter than asked
-		{1, 25 * gbps, 1},     // positive time never becomes "resume"
-		{0, 25 * gbps, 0},
-		{sim.Second, 25 * gbps, MaxQuanta}, // capped
-		{1342156800, 25 * gbps, 0xFFFF},
-		{10 * sim.Microsecond, 100 * gbps, 1954}, // 10us / 5.12ns = 1953.1
+		{20480, 25 * units.Gbps, 1},
+		{20481, 25 * units.Gbps, 2}, // rounds up: never pause shorter than asked
+		{1, 25 * units.Gbps, 1},     // positive time never becomes "resume"
+		{0, 25 * units.Gbps, 0},
+		{sim.Second, 25 * units.Gbps, MaxQuanta}, // capped
+		{1342156800, 25 * units.Gbps, 0xFFFF},
+		{10 * sim.Microsecond, 100 * units.Gbps, 1954}, // 10us / 5.12ns = 1953.1
 	}
 	for _, tc := range back {
 		if got := TimeToQuanta(tc.d, tc.rate); got != tc.want {
@@ -48,7 +47,7 @@ func TestQuantaConversion(t *testing.T) {
 		}
 	}
 	for q := uint16(1); q < 2000; q += 37 {
-		if got := TimeToQuanta(QuantaToTime(q, 25*gbps), 25*gbps); got != q {
+		if got := TimeToQuanta(QuantaToTime(q, 25*units.Gbps), 25*units.Gbps); got != q {
 			t.Fatalf("round trip %d -> %d", q, got)
 		}
 	}
@@ -58,24 +57,24 @@ func TestHeadroomFormula(t *testing.T) {
 	// 2*MTU + 84 + rate*(2*prop+response)/8, MTU as wire bytes.
 	tests := []struct {
 		name     string
-		rate     int64
+		rate     units.Rate
 		prop     sim.Time
-		mtu      int64
+		mtu      units.Size
 		response sim.Time
-		want     int64
+		want     units.Size
 	}{
 		// 25G, 1us cable, 1106 B wire frames: 2212 + 84 + 6250 = 8546.
-		{"25G 1us no response", 25 * gbps, sim.Microsecond, 1106, 0, 8546},
+		{"25G 1us no response", 25 * units.Gbps, sim.Microsecond, 1106, 0, 8546},
 		// + 3.84us response at 25G = 12000 B.
-		{"25G 1us 3.84us", 25 * gbps, sim.Microsecond, 1106, 3840 * sim.Nanosecond, 20546},
+		{"25G 1us 3.84us", 25 * units.Gbps, sim.Microsecond, 1106, 3840 * sim.Nanosecond, 20546},
 		// 100G, 100m fiber (~500 ns), 4178 B frames: 8356 + 84 + 12500 = 20940.
-		{"100G 500ns", 100 * gbps, 500 * sim.Nanosecond, 4178, 0, 20940},
+		{"100G 500ns", 100 * units.Gbps, 500 * sim.Nanosecond, 4178, 0, 20940},
 		// 400G, 1us, 9216 B jumbo + 20: 18472 + 84 + 100000.
-		{"400G jumbo", 400 * gbps, sim.Microsecond, 9236, 0, 118556},
+		{"400G jumbo", 400 * units.Gbps, sim.Microsecond, 9236, 0, 118556},
 		// Zero cable: only frames.
-		{"zero cable", 25 * gbps, 0, 1106, 0, 2296},
+		{"zero cable", 25 * units.Gbps, 0, 1106, 0, 2296},
 		// Rounding up: 1 ps at 25G is 0.003 B -> 1 B.
-		{"round up", 25 * gbps, 1, 1106, 0, 2297},
+		{"round up", 25 * units.Gbps, 1, 1106, 0, 2297},
 	}
 	for _, tc := range tests {
 		if got := Headroom(tc.rate, tc.prop, tc.mtu, tc.response); got != tc.want {
@@ -84,7 +83,7 @@ func TestHeadroomFormula(t *testing.T) {
 	}
 }
 
-func newPG(t Thresholds, size int64) (*Ingress, *Buffer) {
+func newPG(t Thresholds, size units.Size) (*Ingress, *Buffer) {
 	b := &Buffer{}
 	b.Init(size)
 	if t.Lossless {
@@ -233,8 +232,8 @@ func TestThresholdValidation(t *testing.T) {
 
 func TestTxRefresh(t *testing.T) {
 	var x Tx
-	x.Init(25*gbps, 0, 0)
-	pause := QuantaToTime(MaxQuanta, 25*gbps)
+	x.Init(25*units.Gbps, 0, 0)
+	pause := QuantaToTime(MaxQuanta, 25*units.Gbps)
 	if x.RefreshInterval() != pause/2 || x.Quanta() != MaxQuanta {
 		t.Fatalf("refresh %v quanta %d", x.RefreshInterval(), x.Quanta())
 	}
@@ -301,8 +300,8 @@ func frame(mask uint8, q uint16) (uint8, *[NumPrio]uint16) {
 
 func TestRxQuantaExpiryAndResume(t *testing.T) {
 	var r Rx
-	r.Init(25*gbps, 0xFF&^1, Watchdog{}) // priority 0 without PFC
-	q100 := QuantaToTime(100, 25*gbps)   // 2.048 us
+	r.Init(25*units.Gbps, 0xFF&^1, Watchdog{}) // priority 0 without PFC
+	q100 := QuantaToTime(100, 25*units.Gbps)   // 2.048 us
 	m, q := frame(1<<3|1<<0, 100)
 	r.OnFrame(1000, m, q)
 	if r.Paused(1000) != 1<<3 || r.Stats.Ignored[0] != 1 {
@@ -348,7 +347,7 @@ func TestRxQuantaExpiryAndResume(t *testing.T) {
 	// An interval still open counts up to now, and only up to its expiry.
 	m, q = frame(1<<3, MaxQuanta)
 	r.OnFrame(sim.Second, m, q)
-	open := QuantaToTime(MaxQuanta, 25*gbps)
+	open := QuantaToTime(MaxQuanta, 25*units.Gbps)
 	if l := r.LongestPause(sim.Second+open/2, 3); l != open/2 {
 		t.Fatalf("open interval: longest %v want %v", l, open/2)
 	}
@@ -360,8 +359,8 @@ func TestRxQuantaExpiryAndResume(t *testing.T) {
 func TestWatchdogTripsAndRestores(t *testing.T) {
 	var r Rx
 	wd := Watchdog{Enabled: true, Detection: 100 * sim.Microsecond, Restore: 50 * sim.Microsecond, Action: ActionDrop}
-	r.Init(25*gbps, 1<<3, wd)
-	pause := QuantaToTime(1000, 25*gbps) // 20.48 us
+	r.Init(25*units.Gbps, 1<<3, wd)
+	pause := QuantaToTime(1000, 25*units.Gbps) // 20.48 us
 	m, q := frame(1<<3, 1000)
 	// A storm: refreshes every 10 us, forever.
 	var tripped, restored []sim.Time
@@ -414,7 +413,7 @@ func TestWatchdogTripsAndRestores(t *testing.T) {
 
 func TestWatchdogIgnoresShortPauses(t *testing.T) {
 	var r Rx
-	r.Init(25*gbps, 1<<3, Watchdog{Enabled: true, Detection: 100 * sim.Microsecond, Restore: sim.Millisecond})
+	r.Init(25*units.Gbps, 1<<3, Watchdog{Enabled: true, Detection: 100 * sim.Microsecond, Restore: sim.Millisecond})
 	// Pause/resume cycles of 60 us each: never continuous for 100 us.
 	for c := sim.Time(0); c < 10; c++ {
 		base := c * 100 * sim.Microsecond
@@ -500,13 +499,13 @@ func TestTraceHooks(t *testing.T) {
 		t.Fatalf("ingress trace %v %v", tr.t, tr.v)
 	}
 	var r Rx
-	r.Init(25*gbps, 0xFF, Watchdog{})
+	r.Init(25*units.Gbps, 0xFF, Watchdog{})
 	rt := &rec{}
 	r.Trace = rt
 	m, q := frame(1<<3, 10)
 	r.OnFrame(100, m, q)
 	r.OnFrame(200, m, q) // refresh: no change
-	r.Advance(200 + QuantaToTime(10, 25*gbps))
+	r.Advance(200 + QuantaToTime(10, 25*units.Gbps))
 	if len(rt.t) != 2 || rt.v[0] != 1<<3 || rt.v[1] != 0 {
 		t.Fatalf("rx trace %v %v", rt.t, rt.v)
 	}

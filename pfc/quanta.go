@@ -4,6 +4,7 @@ import (
 	"math/bits"
 
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Frame and timing constants.
@@ -34,9 +35,9 @@ const (
 	DefaultResponse = 3840 * sim.Nanosecond
 )
 
-// QuantaToTime is the pause time q quanta mean at rate bits/s, rounded up to
-// a whole picosecond.
-func QuantaToTime(q uint16, rate int64) sim.Time {
+// QuantaToTime is the pause time q quanta mean at rate, rounded up to a whole
+// picosecond.
+func QuantaToTime(q uint16, rate units.Rate) sim.Time {
 	if q == 0 || rate <= 0 {
 		return 0
 	}
@@ -56,7 +57,7 @@ func QuantaToTime(q uint16, rate int64) sim.Time {
 // TimeToQuanta is the smallest number of quanta that pauses for at least d at
 // rate, capped at MaxQuanta. A positive d never yields 0 (which would mean
 // resume).
-func TimeToQuanta(d sim.Time, rate int64) uint16 {
+func TimeToQuanta(d sim.Time, rate units.Rate) uint16 {
 	if d <= 0 || rate <= 0 {
 		return 0
 	}
@@ -76,8 +77,8 @@ func TimeToQuanta(d sim.Time, rate int64) uint16 {
 	return uint16(q)
 }
 
-// BytesIn is how many bytes a link of rate bits/s carries in d, rounded up.
-func BytesIn(d sim.Time, rate int64) int64 {
+// BytesIn is how many bytes a link of rate carries in d, rounded up.
+func BytesIn(d sim.Time, rate units.Rate) units.Size {
 	if d <= 0 || rate <= 0 {
 		return 0
 	}
@@ -90,7 +91,7 @@ func BytesIn(d sim.Time, rate int64) int64 {
 	if r != 0 {
 		q++
 	}
-	return int64(q)
+	return units.Size(q)
 }
 
 // Headroom is the buffer a lossless priority group must keep free above XOFF
@@ -116,6 +117,6 @@ func BytesIn(d sim.Time, rate int64) int64 {
 // safety margin. With response 0 the formula is exact for besim's ports,
 // which stop at the next frame boundary once a pause has arrived: tests check
 // that a PG's headroom use never exceeds Headroom(rate, delay, mtu, 0).
-func Headroom(rate int64, propDelay sim.Time, mtu int64, response sim.Time) int64 {
+func Headroom(rate units.Rate, propDelay sim.Time, mtu units.Size, response sim.Time) units.Size {
 	return 2*mtu + PauseFrameWire + BytesIn(2*propDelay+response, rate)
 }

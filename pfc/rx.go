@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // NumPrio is the number of 802.1p priorities a PFC frame addresses.
@@ -83,7 +84,7 @@ type RxStats struct {
 // Rx is the pause state one port keeps for the pauses its peer sends. The
 // zero value honours nothing; call Init.
 type Rx struct {
-	rate    int64
+	rate    units.Rate
 	enabled uint8
 	wd      Watchdog
 
@@ -106,7 +107,7 @@ type Rx struct {
 
 // Init sets the port rate (for quanta), the priorities with PFC enabled
 // (bit i for priority i) and the storm watchdog.
-func (r *Rx) Init(rate int64, enabled uint8, wd Watchdog) {
+func (r *Rx) Init(rate units.Rate, enabled uint8, wd Watchdog) {
 	*r = Rx{rate: rate, enabled: enabled, wd: wd}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // TestTraces runs the PFC scripts in testdata (go test -run TestTraces
@@ -48,7 +49,7 @@ func TestTraces(t *testing.T) {
 type traceLink struct {
 	now  sim.Time
 	prio int
-	rate int64
+	rate units.Rate
 	buf  Buffer
 	g    Ingress
 	tx   Tx
@@ -124,15 +125,17 @@ func (l *traceLink) exec(t *testing.T, d *datadriven.TestData) error {
 				return fmt.Errorf("alpha=%q: want a number", v)
 			}
 		}
-		for k, p := range map[string]*int64{"xon-offset": &th.XONOffset, "xoff": &th.XOFF, "xon": &th.XON, "headroom": &th.Headroom} {
-			if *p, err = argInt(m, k, 0); err != nil {
+		for k, p := range map[string]*units.Size{"xon-offset": &th.XONOffset, "xoff": &th.XOFF, "xon": &th.XON, "headroom": &th.Headroom} {
+			v, err := argInt(m, k, 0)
+			if err != nil {
 				return err
 			}
+			*p = units.Size(v)
 		}
 		if err := th.Validate(); err != nil {
 			return err
 		}
-		l.buf.Init(size)
+		l.buf.Init(units.Size(size))
 		if th.Lossless {
 			if err := l.buf.Reserve(th.Headroom); err != nil {
 				return err
@@ -167,7 +170,7 @@ func (l *traceLink) exec(t *testing.T, d *datadriven.TestData) error {
 				wd.Action = ActionForward
 			}
 		}
-		l.rate = gb * 1_000_000_000
+		l.rate = units.Rate(gb * units.Gbps)
 		l.tx.Init(l.rate, uint16(q), refresh)
 		l.rx.Init(l.rate, 1<<l.prio, wd)
 		l.printf("pause %d quanta = %v, refresh every %v", l.tx.Quanta(), QuantaToTime(l.tx.Quanta(), l.rate), l.tx.RefreshInterval())

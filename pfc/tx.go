@@ -1,6 +1,9 @@
 package pfc
 
-import "github.com/besim/besim/sim"
+import (
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
+)
 
 // TxStats are a transmitting port's PFC counters.
 type TxStats struct {
@@ -14,7 +17,7 @@ type TxStats struct {
 // peer, when a frame is owed, and refresh timing. The zero value is unusable;
 // call Init.
 type Tx struct {
-	rate    int64
+	rate    units.Rate
 	quanta  uint16
 	refresh sim.Time
 
@@ -34,7 +37,7 @@ type Tx struct {
 // Init sets the port rate, the quanta put in XOFF entries (0 means
 // DefaultQuanta) and the refresh interval (0 means half the pause time, so a
 // refresh always lands before the peer's expiry even behind a queued frame).
-func (t *Tx) Init(rate int64, quanta uint16, refresh sim.Time) {
+func (t *Tx) Init(rate units.Rate, quanta uint16, refresh sim.Time) {
 	if quanta == 0 {
 		quanta = DefaultQuanta
 	}

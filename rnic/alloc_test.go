@@ -49,7 +49,7 @@ func (s *streamer) OnEvent(sim.Time, uint64) {
 	s.out += n
 }
 
-func newStream(t testing.TB, cfg Config, rate int64) (*pair, *streamer) {
+func newStream(t testing.TB, cfg Config, rate units.Rate) (*pair, *streamer) {
 	p := newPair(t, cfg, rate, sim.Microsecond)
 	o := defaultOpts()
 	o.sigAll = false

@@ -17,7 +17,7 @@ type star struct {
 	ctx  []*Context
 }
 
-func newStar(t testing.TB, hosts int, rate int64, cfg Config, mod func(*fabric.Config)) *star {
+func newStar(t testing.TB, hosts int, rate units.Rate, cfg Config, mod func(*fabric.Config)) *star {
 	t.Helper()
 	k := sim.NewKernel()
 	fc := fabric.DefaultConfig()
@@ -171,10 +171,11 @@ func TestIncastDCQCN(t *testing.T) {
 	second, lo, hi := stats(q[len(q)/2:])
 	t.Logf("DCQCN: queue mean %.0f then %.0f B (min %d, max %d), goodput %.2f Gb/s, PFC frames %d, XOFF %d",
 		first, second, lo, hi, g, rep.Totals.PFCFramesTx, rep.Totals.XOFFEvents)
-	if second > 2*fabric.DefaultKmax || hi > 4*fabric.DefaultKmax {
+	kmin, kmax := fabric.DefaultKmin.Bytes(), fabric.DefaultKmax.Bytes()
+	if second > float64(2*kmax) || hi > 4*kmax {
 		t.Fatalf("queue not held near the ECN band: mean %.0f max %d", second, hi)
 	}
-	if second > 1.5*first+fabric.DefaultKmin {
+	if second > 1.5*first+float64(kmin) {
 		t.Fatalf("queue growing: %.0f -> %.0f", first, second)
 	}
 	if g < 0.8*LinePayloadGbps(verbs.RC, 25*units.Gbps, 1024) {

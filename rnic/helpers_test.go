@@ -7,6 +7,7 @@ import (
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -19,7 +20,7 @@ type pair struct {
 	cb   *Context
 }
 
-func newPair(t testing.TB, cfg Config, rate int64, delay sim.Time) *pair {
+func newPair(t testing.TB, cfg Config, rate units.Rate, delay sim.Time) *pair {
 	t.Helper()
 	k := sim.NewKernel()
 	a, err := New(k, "nicA", cfg)

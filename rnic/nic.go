@@ -52,7 +52,7 @@ type NIC struct {
 	// views are free RecvView buffers (see viewGet).
 	views [][]byte
 	node  fabric.NodeID
-	rate  int64
+	rate  units.Rate
 	ctxs  int
 
 	qps    []*QP
@@ -143,7 +143,7 @@ func (n *NIC) Attach(up fabric.Uplink) {
 	if n.cfg.CC == CCDCQCN {
 		d := n.cfg.DCQCN
 		if d.LineRate == 0 {
-			d = dcqcn.DefaultConfig(units.Rate(n.rate))
+			d = dcqcn.DefaultConfig(n.rate)
 		}
 		if err := d.Validate(); err != nil {
 			panic(fmt.Sprintf("rnic %s: %v", n.name, err))
@@ -561,7 +561,7 @@ func (n *NIC) rxUnitBusy(q *QP, t, d sim.Time) sim.Time {
 // and accounted in request order from now.
 func (n *NIC) dmaWrite(now, t sim.Time, bytes int64) sim.Time {
 	if bytes > 0 {
-		d := sim.TxTime(bytes, n.cfg.DMABandwidth.BitsPerSecond())
+		d := sim.TxTime(bytes, n.cfg.DMABandwidth)
 		n.dmaWr = max(n.dmaWr, now) + d
 		t = max(t+d, n.dmaWr)
 	}

@@ -95,7 +95,7 @@ func (c *Context) CPU() *CPU {
 func (c *Context) Attr() verbs.DeviceAttr {
 	return verbs.DeviceAttr{
 		MaxQPWR: maxQPWR, MaxSGE: maxSGE, MaxCQE: maxCQE, MaxMR: maxMR, MaxSRQWR: maxSRQWR,
-		PortRate: c.nic.rate, PortMTU: c.nic.cfg.PortMTU, GID: GIDOf(c.nic.node),
+		PortRate: c.nic.rate.BitsPerSecond(), PortMTU: c.nic.cfg.PortMTU, GID: GIDOf(c.nic.node),
 	}
 }
 

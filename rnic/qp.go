@@ -267,9 +267,9 @@ func (q *QP) Stats() QPStats {
 // rate, or the port rate without congestion control.
 func (q *QP) Rate() units.Rate {
 	if q.cc != nil {
-		return min(q.cc.Rate(), units.Rate(q.nic.rate))
+		return min(q.cc.Rate(), q.nic.rate)
 	}
-	return units.Rate(q.nic.rate)
+	return q.nic.rate
 }
 
 // Modify changes state and attributes (ibv_modify_qp), validated by

@@ -191,7 +191,7 @@ func (q *QP) prepare(now sim.Time) {
 		// The unit gathers the payload (dma of its time); the PCIe read
 		// channel, shared NIC-wide, is accounted in request order from
 		// now, so the unit's own stalls never block other units' reads.
-		dma = sim.TxTime(bytes, cfg.DMABandwidth.BitsPerSecond())
+		dma = sim.TxTime(bytes, cfg.DMABandwidth)
 		n.dmaRd = max(n.dmaRd, now) + dma
 		s = max(s+dma, n.dmaRd)
 	}
@@ -240,7 +240,7 @@ func (q *QP) build(now sim.Time) *fabric.Packet {
 	}
 	if q.cc != nil {
 		q.cc.OnTimer(now)
-		r := q.cc.Rate().BitsPerSecond()
+		r := q.cc.Rate()
 		q.cc.OnPacketSent(now, units.Size(p.Size))
 		if r < n.rate {
 			q.nextTxAt = now + sim.TxTime(p.WireBytes(), r)

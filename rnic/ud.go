@@ -5,6 +5,7 @@ import (
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -110,10 +111,10 @@ func (q *QP) udRecv(now, t sim.Time, p *fabric.Packet) {
 	q.rcq.push(wc, n.cqeAt(q, t, dataAt))
 }
 
-// LinePayloadGbps is the payload rate a link of rate bits/s carries with
+// LinePayloadGbps is the payload rate a link of rate carries with
 // full MTU-sized packets of the transport (RoCEv2 headers, UD's DETH and
 // the Ethernet preamble and gap removed).
-func LinePayloadGbps(t verbs.QPType, rate int64, mtu verbs.MTU) float64 {
+func LinePayloadGbps(t verbs.QPType, rate units.Rate, mtu verbs.MTU) float64 {
 	hdr := int64(fabric.RoCEv2Extra + fabric.WireGap)
 	if t == verbs.UD {
 		hdr += hdrDETH

@@ -5,6 +5,7 @@ import (
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // Wire is a back-to-back cable between two hosts (two NICs, like perftest
@@ -15,7 +16,7 @@ import (
 type Wire struct {
 	k     *sim.Kernel
 	pool  *fabric.Pool
-	rate  int64
+	rate  units.Rate
 	delay sim.Time
 	ends  [2]wireEnd
 	loss  float64
@@ -58,9 +59,9 @@ type wireEnd struct {
 // latency on both ends, about 1 us.
 const DefaultWireDelay = sim.Microsecond
 
-// NewWire returns a cable of rate bits/s and one-way delay; pool is the
+// NewWire returns a cable of rate and one-way delay; pool is the
 // simulation's packet pool (a new one if nil).
-func NewWire(k *sim.Kernel, pool *fabric.Pool, rate int64, delay sim.Time) *Wire {
+func NewWire(k *sim.Kernel, pool *fabric.Pool, rate units.Rate, delay sim.Time) *Wire {
 	if pool == nil {
 		pool = &fabric.Pool{}
 	}
@@ -103,7 +104,7 @@ func (e *wireEnd) Wake() {
 }
 
 func (e *wireEnd) Pool() *fabric.Pool  { return e.w.pool }
-func (e *wireEnd) Rate() int64         { return e.w.rate }
+func (e *wireEnd) Rate() units.Rate    { return e.w.rate }
 func (e *wireEnd) Node() fabric.NodeID { return e.node }
 
 func (e *wireEnd) OnEvent(now sim.Time, tag uint64) {

@@ -193,7 +193,7 @@ func TestBuiltinShapes(t *testing.T) {
 		t.Errorf("fig11: %+v", b)
 	}
 	f10 := load("fig10")
-	if b := f10.Benchmark; b.Kind != Fragsize || len(b.Rates) != 2 || len(b.Fragments) != 8 || b.Message != MiB || f10.Duration != Duration(40*sim.TxTime(int64(MiB), int64(25*units.Gbps))) || b.Warmup != f10.Duration/2 {
+	if b := f10.Benchmark; b.Kind != Fragsize || len(b.Rates) != 2 || len(b.Fragments) != 8 || b.Message != MiB || f10.Duration != Duration(40*sim.TxTime(int64(MiB), 25*units.Gbps)) || b.Warmup != f10.Duration/2 {
 		t.Errorf("fig10: %+v (duration %v)", b, f10.Duration)
 	}
 	f13 := load("fig13")

@@ -366,7 +366,7 @@ func (d *defaulter) benchmark() {
 			}
 		}
 		if slow > 0 && b.Message > 0 {
-			msg := sim.TxTime(int64(b.Message), int64(slow))
+			msg := sim.TxTime(int64(b.Message), units.Rate(slow))
 			def(d, "duration", &s.Duration, Duration(40*msg))
 			def(d, "benchmark.warmup", &b.Warmup, Duration(20*msg))
 		}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/besim/besim/units"
 )
 
 type recorder struct {
@@ -209,7 +211,7 @@ func TestTimeString(t *testing.T) {
 func TestTxTime(t *testing.T) {
 	tests := []struct {
 		n    int64
-		rate int64
+		rate units.Rate
 		want Time
 	}{
 		{64, 400e9, 1280},

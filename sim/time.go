@@ -17,6 +17,8 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+
+	"github.com/besim/besim/units"
 )
 
 // Time is virtual time in picoseconds. Picoseconds keep the serialization of a
@@ -73,9 +75,10 @@ func (t Time) String() string {
 	return s + unit
 }
 
-// TxTime is the serialization time of n bytes at rate bits/s, rounded up to a
-// whole picosecond so that a busy link never runs faster than its rate.
-func TxTime(n int64, rate int64) Time {
+// TxTime is the serialization time of n bytes at rate, rounded up to a whole
+// picosecond so that a busy link never runs faster than its rate. n stays a
+// plain int64: it is a frame's or message's byte count on the packet path.
+func TxTime(n int64, rate units.Rate) Time {
 	if rate <= 0 {
 		panic(fmt.Sprintf("sim.TxTime: non-positive rate %d", rate))
 	}

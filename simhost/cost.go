@@ -5,6 +5,7 @@ import (
 
 	"github.com/besim/besim/byteexpress"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // CPUCost is the modelled CPU time of the ByteExpress core's own work in one
@@ -12,7 +13,7 @@ import (
 // simulated RNIC's provider already charges for verbs calls (rnic.Config:
 // PostSendCall, PostSendPerWQE, DoorbellCost, PostRecvCall, PostRecvPerWQE,
 // PollCall, PollPerCQE, RegMR*). All values are sim.Time (picoseconds);
-// CopyBandwidth is bytes per second. DefaultCPUCost documents each default.
+// CopyBandwidth is a units.Rate. DefaultCPUCost documents each default.
 type CPUCost struct {
 	Step    sim.Time // per Poll call: inbox check, timer heap peek, loop overhead
 	Command sim.Time // per API command taken from the inbox (Send, Dial, Close, connect reply)
@@ -25,8 +26,8 @@ type CPUCost struct {
 	Timer   sim.Time // per timer fired (keepalive send/check, connect timeout)
 	// CopyBandwidth is the memcpy rate of small-message payload copies (into
 	// the SEND staging buffer at the sender, out of the receive buffer at the
-	// receiver), in bytes per second. 0 makes copies free.
-	CopyBandwidth int64
+	// receiver). 0 makes copies free.
+	CopyBandwidth units.Rate
 }
 
 // Default CPU costs. They are assumptions (the paper gives no per-operation
@@ -47,7 +48,7 @@ const (
 	DefaultMessageCost   = 50 * sim.Nanosecond
 	DefaultAllocCost     = 20 * sim.Nanosecond
 	DefaultTimerCost     = 20 * sim.Nanosecond
-	DefaultCopyBandwidth = 10_000_000_000
+	DefaultCopyBandwidth = units.Rate(8 * 10 * units.GB) // 10 GB/s
 )
 
 // DefaultCPUCost returns the default costs above.
@@ -78,7 +79,7 @@ func (c *CPUCost) Validate() error {
 		}
 	}
 	if c.CopyBandwidth < 0 {
-		return fmt.Errorf("simhost: CPUCost.CopyBandwidth = %d: must be >= 0 bytes/s", c.CopyBandwidth)
+		return fmt.Errorf("simhost: CPUCost.CopyBandwidth = %d bit/s: must be >= 0", c.CopyBandwidth)
 	}
 	return nil
 }
@@ -88,8 +89,7 @@ func (c *CPUCost) copyTime(n int64) sim.Time {
 	if c.CopyBandwidth <= 0 || n <= 0 {
 		return 0
 	}
-	// n bytes at CopyBandwidth B/s = n*8 bits at 8*B bit/s.
-	return sim.TxTime(n, 8*c.CopyBandwidth)
+	return sim.TxTime(n, c.CopyBandwidth)
 }
 
 // Of is the CPU time of one step that performed ops (excluding the verbs

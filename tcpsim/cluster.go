@@ -91,7 +91,7 @@ func (h *Host) newConn() *Conn {
 	cfg := h.cfg
 	c := &Conn{h: h, id: uint32(len(h.conns)), flow: h.c.flows, thread: len(h.conns) % cfg.Threads}
 	h.c.flows++
-	c.cwnd = float64(cfg.InitCwnd * cfg.MSS)
+	c.cwnd = float64(int64(cfg.InitCwnd) * cfg.MSS.Bytes())
 	c.ssthresh = math.Inf(1)
 	c.rto = cfg.MinRTO
 	c.rtoT.Init(h.c.k, c, tagRTO)

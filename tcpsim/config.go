@@ -6,6 +6,7 @@ import (
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // CC is a congestion-control algorithm.
@@ -29,7 +30,7 @@ const (
 	// DefaultMSS: a 1500-byte Ethernet MTU less IPv4, TCP and timestamp
 	// headers (1500 - 52). The hosts' TCP uses the Ethernet MTU, not the
 	// RoCE path MTU of fabric.Config.MTU.
-	DefaultMSS = 1448
+	DefaultMSS = units.Size(1448 * units.Byte)
 	// DefaultPrio: TCP on the default, lossy class (the RoCE guides put
 	// RDMA alone on the PFC-enabled priority 3).
 	DefaultPrio = 0
@@ -64,13 +65,13 @@ const (
 )
 
 // CPUCost is the modelled host CPU time of the kernel TCP path, by class.
-// All times are sim.Time; CopyBandwidth is bytes per second.
+// All times are sim.Time; CopyBandwidth is a units.Rate.
 type CPUCost struct {
 	// System time (process context).
-	SendCall      sim.Time // per send() of one message: syscall, tcp_sendmsg, skb set-up
-	RecvCall      sim.Time // per message received: epoll wake-up, recvmsg, socket lock
-	TxSegment     sim.Time // per data segment transmitted: TCP/IP output and driver (TSO amortized)
-	CopyBandwidth int64    // copy_from_user / copy_to_user, bytes/s; 0: free
+	SendCall      sim.Time   // per send() of one message: syscall, tcp_sendmsg, skb set-up
+	RecvCall      sim.Time   // per message received: epoll wake-up, recvmsg, socket lock
+	TxSegment     sim.Time   // per data segment transmitted: TCP/IP output and driver (TSO amortized)
+	CopyBandwidth units.Rate // copy_from_user / copy_to_user; 0: free
 	// Softirq time (NET_RX, on the receive queue's core).
 	RxSegment sim.Time // per data frame received: driver, GRO, IP and TCP receive
 	RxAck     sim.Time // per ACK received: tcp_ack, retransmit-queue cleaning
@@ -94,7 +95,7 @@ const (
 	DefaultSendCall      = 1500 * sim.Nanosecond
 	DefaultRecvCall      = 2000 * sim.Nanosecond
 	DefaultTxSegment     = 150 * sim.Nanosecond
-	DefaultCopyBandwidth = 8_000_000_000
+	DefaultCopyBandwidth = units.Rate(8 * 8 * units.GB) // 8 GB/s
 	DefaultRxSegment     = 250 * sim.Nanosecond
 	DefaultRxAck         = 200 * sim.Nanosecond
 	DefaultTxAck         = 150 * sim.Nanosecond
@@ -113,13 +114,13 @@ func (c *CPUCost) copyTime(n int) sim.Time {
 	if c.CopyBandwidth <= 0 || n <= 0 {
 		return 0
 	}
-	return sim.TxTime(int64(n), 8*c.CopyBandwidth)
+	return sim.TxTime(int64(n), c.CopyBandwidth)
 }
 
 // Config is every host's TCP stack. Zero fields take the defaults above.
 type Config struct {
 	CC       CC
-	MSS      int
+	MSS      units.Size // segment payload
 	Prio     uint8
 	InitCwnd int // segments
 	MinRTO   sim.Time

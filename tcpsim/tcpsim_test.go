@@ -8,6 +8,7 @@ import (
 
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 )
 
 // star is a star fabric of n hosts with prio 0 lossy; ecnK > 0 sets DCTCP
@@ -15,8 +16,8 @@ import (
 func star(n int, buffer int64, ecnK int64) fabric.Config {
 	fc := fabric.DefaultConfig()
 	fc.Topology = fabric.Topology{Kind: fabric.Star, Hosts: n}
-	fc.Switch.Buffer = buffer
-	fc.Switch.ECN[0] = fabric.ECN{Enabled: ecnK > 0, Kmin: ecnK, Kmax: ecnK, Pmax: 1}
+	fc.Switch.Buffer = units.Size(buffer)
+	fc.Switch.ECN[0] = fabric.ECN{Enabled: ecnK > 0, Kmin: units.Size(ecnK), Kmax: units.Size(ecnK), Pmax: 1}
 	fc.Switch.PFC.Lossless = [fabric.NumPrio]bool{} // TCP only: no RoCE class to reserve headroom for
 	return fc
 }
@@ -214,7 +215,7 @@ func TestSlowStartAndRTO(t *testing.T) {
 	if got, want := cn.Cwnd(), float64(DefaultInitCwnd*DefaultMSS); got != want {
 		t.Fatalf("initial cwnd %v, want %v", got, want)
 	}
-	bulk(t, []*Conn{cn}, 1, 64*DefaultMSS)
+	bulk(t, []*Conn{cn}, 1, int(64*DefaultMSS))
 	c.Run(sim.Millisecond)
 	// 64 segments acknowledged: cwnd grew by one MSS per MSS acked.
 	if got, want := cn.Cwnd(), float64((DefaultInitCwnd+64)*DefaultMSS); got != want {
@@ -232,7 +233,7 @@ func TestDelayedAck(t *testing.T) {
 	s := &sink{t: t}
 	hs[1].SetApp(s)
 	cn, _ := hs[0].Dial(hs[1])
-	bulk(t, []*Conn{cn}, 1, 9*DefaultMSS)
+	bulk(t, []*Conn{cn}, 1, int(9*DefaultMSS))
 	c.Run(sim.Millisecond)
 	if got := hs[1].Stats().AcksTx; got != 4 {
 		t.Errorf("%d ACKs for 9 segments before the delayed-ACK timer, want 4", got)
@@ -378,7 +379,7 @@ func TestRxModeration(t *testing.T) {
 	}
 	// 88 full segments arrive back to back (after slow start lets them
 	// go): the 88th triggers the interrupt before the timer would.
-	n := DefaultRxFrames * DefaultMSS
+	n := int(DefaultRxFrames * DefaultMSS)
 	burstOff := arrive(Config{NoCPU: true, NoRxModeration: true, InitCwnd: 100}, n)
 	burstOn := arrive(Config{NoCPU: true, InitCwnd: 100}, n)
 	if d := burstOn - burstOff; d >= DefaultRxUsecs {

@@ -10,6 +10,7 @@ import (
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -66,7 +67,7 @@ type rdmaFlow struct {
 	sig    uint64
 	total  int64 // bytes to send; < 0: until the end
 	left   int64
-	rate   int64 // application pacing, payload bits/s; 0: none
+	rate   units.Rate // application pacing of payload; 0: none
 	nextAt sim.Time
 	pace   sim.Timer
 
@@ -120,7 +121,7 @@ func (x *Sim) newRDMAFlow(fi scenarios.FlowInstance, n int, src, dst *rdmaHost, 
 	}
 	f.left = f.total
 	if !fi.Line {
-		f.rate = int64(fi.Rate)
+		f.rate = units.Rate(fi.Rate)
 	}
 	f.rdepth = 1
 	if f.recv {
@@ -403,7 +404,7 @@ func (f *rdmaFlow) delivered() uint64 { return f.rqp.Stats().RxPayload }
 // flows.
 func (x *Sim) buildRNIC() error {
 	s := x.Scenario
-	cfg, err := experiment.NICConfig(s, int64(s.Fabric.Links.HostRate))
+	cfg, err := experiment.NICConfig(s, units.Rate(s.Fabric.Links.HostRate))
 	if err != nil {
 		return err
 	}

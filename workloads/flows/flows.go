@@ -64,7 +64,7 @@ func Build(s *scenarios.Scenario) (*Sim, error) {
 	for _, fi := range s.ExpandFlows() {
 		name := fi.Name
 		id, err := net.AddFlow(fabric.Flow{Src: fabric.NodeID(fi.Src), Dst: fabric.NodeID(fi.Dst),
-			Prio: uint8(fi.Prio), Rate: int64(fi.Rate), Size: int64(fi.Size), Start: fi.Start.Time()})
+			Prio: uint8(fi.Prio), Rate: units.Rate(fi.Rate), Size: units.Size(fi.Size), Start: fi.Start.Time()})
 		if err != nil {
 			return nil, s.Errorf("flows", "%s: %v", name, err)
 		}

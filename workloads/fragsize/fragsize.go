@@ -60,7 +60,7 @@ func (c *Config) Prepare() error {
 // Interval is the warm-up and measurement window at rate: the configured
 // ones, or 20 and 40 message times at line rate.
 func (c *Config) Interval(rate int64) (warm, meas sim.Time) {
-	msgTime := sim.TxTime(int64(c.MsgSize), rate)
+	msgTime := sim.TxTime(int64(c.MsgSize), units.Rate(rate))
 	warm, meas = c.Warmup, c.Measure
 	if warm == 0 {
 		warm = 20 * msgTime

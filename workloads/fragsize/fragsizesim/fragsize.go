@@ -49,7 +49,7 @@ func Run(cfg Config) ([]Point, error) {
 
 func point(cfg *Config, rate int64, frag int) (Point, error) {
 	sc := simhost.DefaultConfig(2)
-	sc.Fabric.HostLink = fabric.LinkConfig{Rate: rate, Delay: cfg.LinkDelay}
+	sc.Fabric.HostLink = fabric.LinkConfig{Rate: units.Rate(rate), Delay: cfg.LinkDelay}
 	sc.Fabric.MTU = cfg.MTU
 	sc.NIC = cfg.NIC
 	sc.CPU = cfg.CPU
@@ -60,7 +60,7 @@ func point(cfg *Config, rate int64, frag int) (Point, error) {
 		return Point{}, err
 	}
 	a, b := c.Host(0), c.Host(1)
-	line := rnic.LinePayloadGbps(verbs.RC, rate, verbs.MTU(min(cfg.MTU, 4096)))
+	line := rnic.LinePayloadGbps(verbs.RC, units.Rate(rate), verbs.MTU(min(cfg.MTU, 4096)))
 	warm, meas := cfg.Interval(rate)
 	rx := NewReceiverApp(fragsize.NewReceiver(cfg.MsgSize, warm, warm+meas), nil)
 	b.SetApp(rx)

@@ -2,6 +2,7 @@ package fragsizesim
 
 import (
 	"fmt"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/internal/simrun"
 
 	"github.com/besim/besim/experiment"
@@ -20,7 +21,7 @@ func init() {
 // FromScenario translates a benchmark scenario of kind fragsize for one of
 // its rates (the NIC model's DCQCN, if any, starts at that rate).
 func FromScenario(s *scenarios.Scenario, rate scenarios.Rate) (Config, error) {
-	nic, err := experiment.NICConfig(s, int64(rate))
+	nic, err := experiment.NICConfig(s, units.Rate(rate))
 	if err != nil {
 		return Config{}, err
 	}

@@ -3,6 +3,7 @@ package holsim
 import (
 	"errors"
 	"fmt"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/internal/simrun"
 
 	"github.com/besim/besim/fabric"
@@ -48,7 +49,7 @@ func Run(cfg Config) ([]Point, error) {
 
 func point(cfg *Config, n int, frag bool) (Point, error) {
 	sc := simhost.DefaultConfig(2)
-	sc.Fabric.HostLink = fabric.LinkConfig{Rate: cfg.Rate, Delay: cfg.LinkDelay}
+	sc.Fabric.HostLink = fabric.LinkConfig{Rate: units.Rate(cfg.Rate), Delay: cfg.LinkDelay}
 	sc.Fabric.MTU = cfg.MTU
 	sc.NIC = cfg.NIC
 	sc.CPU = cfg.CPU

@@ -4,6 +4,7 @@ import (
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/hol"
 	"github.com/besim/besim/workloads/internal/simrun"
 )
@@ -18,7 +19,7 @@ func init() {
 // FromScenario translates a benchmark scenario of kind hol.
 func FromScenario(s *scenarios.Scenario) (Config, error) {
 	b := s.Benchmark
-	nic, err := experiment.NICConfig(s, int64(b.Rate))
+	nic, err := experiment.NICConfig(s, units.Rate(b.Rate))
 	if err != nil {
 		return Config{}, err
 	}

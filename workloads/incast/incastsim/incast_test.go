@@ -7,6 +7,7 @@ import (
 
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/app"
 	"github.com/besim/besim/workloads/incast"
 )
@@ -18,7 +19,7 @@ import (
 func incastCfg(servers, cwnd int, buffer int64) Config {
 	sc := simhost.DefaultConfig(2)
 	if buffer > 0 {
-		sc.Fabric.Switch.Buffer = buffer
+		sc.Fabric.Switch.Buffer = units.Size(buffer)
 	}
 	sc.BE.Cwnd = cwnd
 	return Config{Cluster: sc, Config: incast.Config{Spines: 1, Workers: 1, Servers: servers, Outstanding: 4, Victim: true,

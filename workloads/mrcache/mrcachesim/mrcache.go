@@ -14,6 +14,7 @@ import (
 
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 	"github.com/besim/besim/workloads/mrcache"
 )
@@ -144,7 +145,7 @@ func Test(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	w := rnic.NewWire(k, nil, cfg.Rate, rnic.DefaultWireDelay)
+	w := rnic.NewWire(k, nil, units.Rate(cfg.Rate), rnic.DefaultWireDelay)
 	w.Connect(na, 1, nb, 2)
 	ca, _ := na.Open()
 	cb, _ := nb.Open()

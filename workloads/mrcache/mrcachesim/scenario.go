@@ -6,6 +6,7 @@ import (
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/mrcache"
 )
 
@@ -18,7 +19,7 @@ func init() {
 
 func runMRCache(s *scenarios.Scenario, r *report.Result) {
 	b := s.Benchmark
-	nic, err := experiment.NICConfig(s, int64(b.Rate))
+	nic, err := experiment.NICConfig(s, units.Rate(b.Rate))
 	regs := make([]mrcache.Registration, len(b.Registrations))
 	points := make([]mrcache.Point, len(b.Registrations))
 	for i, reg := range b.Registrations {

@@ -9,6 +9,7 @@ import (
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/fragsize"
 	"github.com/besim/besim/workloads/msgrate"
 )
@@ -104,7 +105,7 @@ func RunCore(cfg CoreConfig) (CoreResult, error) {
 		return CoreResult{}, fmt.Errorf("msgrate through core: needs message > %d B, qps, threads and depth >= 1", fragsize.ResponseSize)
 	}
 	sc := simhost.DefaultConfig(2)
-	sc.Fabric.HostLink = fabric.LinkConfig{Rate: cfg.Rate, Delay: cfg.LinkDelay}
+	sc.Fabric.HostLink = fabric.LinkConfig{Rate: units.Rate(cfg.Rate), Delay: cfg.LinkDelay}
 	sc.Fabric.MTU = min(int(cfg.NIC.PortMTU), 4096)
 	sc.NIC = cfg.NIC
 	sc.NIC.SizesOnly = false // the core reads its peer's records

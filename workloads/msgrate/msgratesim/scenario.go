@@ -7,6 +7,7 @@ import (
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/msgrate"
 )
 
@@ -26,7 +27,7 @@ func runMsgRate(s *scenarios.Scenario, r *report.Result) {
 		return "no TD"
 	}
 	res := make([][]msgrate.Point, len(b.QPs))
-	nic, err := experiment.NICConfig(s, int64(b.Rate))
+	nic, err := experiment.NICConfig(s, units.Rate(b.Rate))
 	for i, q := range b.QPs {
 		res[i] = make([]msgrate.Point, len(b.ThreadDomains))
 		for j, td := range b.ThreadDomains {

@@ -13,6 +13,7 @@ import (
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 	"github.com/besim/besim/workloads/fragsize"
 	"github.com/besim/besim/workloads/fragsize/fragsizesim"
@@ -38,7 +39,7 @@ func init() {
 // fragments, through fragsizesim.
 func BE(s *scenarios.Scenario, p peak.Point) (fragsize.Point, error) {
 	b := s.Benchmark
-	nic, err := experiment.NICConfig(s, p.Rate)
+	nic, err := experiment.NICConfig(s, units.Rate(p.Rate))
 	if err != nil {
 		return fragsize.Point{}, err
 	}
@@ -57,7 +58,7 @@ func BE(s *scenarios.Scenario, p peak.Point) (fragsize.Point, error) {
 // Perftest measures ib_send_bw of transport t at point p of scenario s
 // with perftest's default message for t (64 KiB for rc, the MTU for ud).
 func Perftest(s *scenarios.Scenario, p peak.Point, t scenarios.Transport) (float64, error) {
-	nic, err := experiment.NICConfig(s, p.Rate)
+	nic, err := experiment.NICConfig(s, units.Rate(p.Rate))
 	if err != nil {
 		return -1, err
 	}

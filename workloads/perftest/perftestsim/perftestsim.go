@@ -98,7 +98,7 @@ func Run(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	w := rnic.NewWire(k, nil, cfg.Rate, cfg.Delay)
+	w := rnic.NewWire(k, nil, units.Rate(cfg.Rate), cfg.Delay)
 	w.Connect(na, 1, nb, 2)
 	ca, _ := na.Open()
 	cb, _ := nb.Open()
@@ -133,7 +133,7 @@ func Run(cfg Config) (Result, error) {
 	res := Result{Config: cfg,
 		Gbps:     float64(nb.Stats().RxPayload-startBytes) * 8 / secs / 1e9,
 		MsgRate:  float64(rcv.ep.Stats().Msgs) / secs,
-		LineGbps: rnic.LinePayloadGbps(cfg.Transport, cfg.Rate, cfg.MTU),
+		LineGbps: rnic.LinePayloadGbps(cfg.Transport, units.Rate(cfg.Rate), cfg.MTU),
 		Sender:   na.Stats(), Receiver: nb.Stats()}
 	res.PacketRate = res.MsgRate * float64(cfg.Packets())
 	return res, nil
@@ -166,9 +166,9 @@ func Table2(nic *rnic.Config) []Table2Point {
 	out := make([]Table2Point, len(PaperTable2))
 	for i, r := range PaperTable2 {
 		rc, err := Run(Config{Config: perftest.Config{Transport: verbs.RC, MTU: r.MTU}, Rate: r.Rate, NIC: nic})
-		r.ModelRC, r.RCErr, r.LineRC = rc.Gbps, err, rnic.LinePayloadGbps(verbs.RC, r.Rate, r.MTU)
+		r.ModelRC, r.RCErr, r.LineRC = rc.Gbps, err, rnic.LinePayloadGbps(verbs.RC, units.Rate(r.Rate), r.MTU)
 		ud, err := Run(Config{Config: perftest.Config{Transport: verbs.UD, MTU: r.MTU}, Rate: r.Rate, NIC: nic})
-		r.ModelUD, r.UDErr, r.LineUD = ud.Gbps, err, rnic.LinePayloadGbps(verbs.UD, r.Rate, r.MTU)
+		r.ModelUD, r.UDErr, r.LineUD = ud.Gbps, err, rnic.LinePayloadGbps(verbs.UD, units.Rate(r.Rate), r.MTU)
 		out[i] = r
 	}
 	return out

@@ -62,7 +62,7 @@ func TestLineRateOneFormula(t *testing.T) {
 	for _, tr := range []verbs.QPType{verbs.RC, verbs.UD} {
 		for _, mtu := range []verbs.MTU{256, 512, 1024, 2048, 4096} {
 			for _, rate := range []int64{10, 25, 40, 50, 100, 200, 400} {
-				a, b := perftest.LinePayloadGbps(tr, rate*units.Gbps, mtu), rnic.LinePayloadGbps(tr, rate*units.Gbps, mtu)
+				a, b := perftest.LinePayloadGbps(tr, rate*units.Gbps, mtu), rnic.LinePayloadGbps(tr, units.Rate(rate*units.Gbps), mtu)
 				if a != b {
 					t.Errorf("%v %dG/%dB: perftest %v, rnic %v", tr, rate, mtu, a, b)
 				}

@@ -12,6 +12,7 @@ import (
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/rnic"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 	"github.com/besim/besim/workloads/perftest"
 )
@@ -68,7 +69,7 @@ func runPerftest(s *scenarios.Scenario, r *report.Result) {
 	paperRows := 0
 	for _, run := range runs {
 		key := perftest.Key(int64(run.Rate), verbs.MTU(run.MTU), perftest.Transport(run.Transport))
-		nic, err := experiment.NICConfig(s, int64(run.Rate))
+		nic, err := experiment.NICConfig(s, units.Rate(run.Rate))
 		var res Result
 		if err == nil {
 			res, err = Run(Config{Config: perftest.ScenarioConfig(s, perftest.Transport(run.Transport), verbs.MTU(run.MTU), int(run.Message)),
@@ -83,7 +84,7 @@ func runPerftest(s *scenarios.Scenario, r *report.Result) {
 				r.Notes = append(r.Notes, fmt.Sprintf("%s: %d RNR NAKs: a SEND reached the server before its initial receives were posted (Run posts them on the server CPU at time 0; a fast NIC model can beat it), and the client waited min_rnr_timer (0.64 ms) before retrying, which the measured interval includes", key, n))
 			}
 		}
-		line := rnic.LinePayloadGbps(perftest.Transport(run.Transport), int64(run.Rate), verbs.MTU(run.MTU))
+		line := rnic.LinePayloadGbps(perftest.Transport(run.Transport), units.Rate(run.Rate), verbs.MTU(run.MTU))
 		paper := paperTable2(run.Rate, run.MTU, run.Transport)
 		vsPaper := -1.0
 		if paper > 0 && model >= 0 {

@@ -27,6 +27,7 @@ import (
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/sim"
 	"github.com/besim/besim/simhost"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/internal/simrun"
 	"github.com/besim/besim/workloads/pingpong"
 )
@@ -133,7 +134,7 @@ func (s *server) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 
 func point(cfg *Config, size int) (pingpong.Stats, error) {
 	sc := simhost.DefaultConfig(2)
-	sc.Fabric.HostLink = fabric.LinkConfig{Rate: cfg.Rate, Delay: cfg.LinkDelay}
+	sc.Fabric.HostLink = fabric.LinkConfig{Rate: units.Rate(cfg.Rate), Delay: cfg.LinkDelay}
 	sc.Fabric.MTU = cfg.MTU
 	sc.NIC = cfg.NIC
 	sc.CPU = cfg.CPU

@@ -6,6 +6,7 @@ import (
 	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/report"
 	"github.com/besim/besim/scenarios"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/workloads/internal/simrun"
 	"github.com/besim/besim/workloads/pingpong"
 )
@@ -24,7 +25,7 @@ func init() {
 // FromScenario translates a benchmark scenario of kind pingpong for one of
 // its points.
 func FromScenario(s *scenarios.Scenario, p pingpong.Point) (Config, error) {
-	nic, err := experiment.NICConfig(s, p.Rate)
+	nic, err := experiment.NICConfig(s, units.Rate(p.Rate))
 	if err != nil {
 		return Config{}, err
 	}
