@@ -52,7 +52,7 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 	}
 	c.HostLink = fabric.LinkConfig{Rate: units.Rate(hostRate), Delay: f.Links.Delay.Time()}
 	c.FabricLink = fabric.LinkConfig{Rate: units.Rate(upRate), Delay: f.Links.Delay.Time()}
-	c.MTU = int(s.Hosts.MTU)
+	c.MTU = units.Size(s.Hosts.MTU)
 
 	sw := &c.Switch
 	sw.Buffer = units.Size(f.Switch.Buffer)

@@ -300,7 +300,7 @@ func TestFabricDefaultsAreTheModel(t *testing.T) {
 		{"fabric.links.rate", units.Rate(f.Links.Rate), c.HostLink.Rate},
 		{"fabric.links.delay", f.Links.Delay.Time(), c.HostLink.Delay},
 		{"fabric.switch.buffer", units.Size(f.Switch.Buffer), c.Switch.Buffer},
-		{"hosts.mtu", int(s.Hosts.MTU), c.MTU},
+		{"hosts.mtu", units.Size(s.Hosts.MTU), c.MTU},
 		{"fabric.priorities[0].pfc.alpha", p.PFC.Alpha.Float64(), c.Switch.PFC.Alpha},
 		{"fabric.priorities[0].ecn.pmax", float64(p.ECN.Pmax), c.Switch.ECN[fabric.DefaultLosslessPrio].Pmax},
 		{"fabric.pfc.quanta", f.PFC.Quanta, int(c.Switch.PFC.Quanta)},

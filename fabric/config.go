@@ -24,7 +24,7 @@ const (
 	DefaultLinkDelay = 1 * sim.Microsecond
 	// DefaultMTU: RoCE path MTU (payload bytes per frame). The paper measures
 	// 25 Gbps with a 1024 B MTU (Table 2); 100/200 Gbps runs use 4096.
-	DefaultMTU = 1024
+	DefaultMTU units.Size = 1024
 	// DefaultBuffer: switch shared packet buffer. Source: the HPCC ns-3 switch
 	// MMU default (12 MiB), Broadcom Trident II-class. Assumption: one pool
 	// per switch (real chips split buffer across pipelines/XPEs).
@@ -174,7 +174,7 @@ type Config struct {
 	Topology   Topology
 	HostLink   LinkConfig // host <-> switch
 	FabricLink LinkConfig // switch <-> switch
-	MTU        int        // payload bytes per frame
+	MTU        units.Size // payload bytes per frame
 	Switch     SwitchConfig
 	Sampling   Sampling
 }

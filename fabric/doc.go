@@ -31,8 +31,8 @@
 // # Model
 //
 // Time is sim.Time (ps); Config's rates are units.Rate (bits/s) and its
-// buffer and thresholds units.Size (bytes; MTU stays an int of payload
-// bytes), while the packet path counts plain integer bytes (Packet.Size,
+// MTU (payload bytes), buffer and thresholds units.Size (bytes), while the
+// packet path counts plain integer bytes (HostPort.MTU, Packet.Size,
 // queue depths, the reports' counters). A frame occupies the wire
 // for Packet.WireBytes (frame + 20 B preamble/SFD/IFG) at the link rate; a
 // RoCEv2 data frame is payload + 62 B (RoCEv2Extra), so one line-rate flow's

@@ -44,7 +44,7 @@ func within(got, want, tol float64) bool { return math.Abs(got/want-1) <= tol }
 func TestLineRateGoodput(t *testing.T) {
 	tests := []struct {
 		gbps int64
-		mtu  int
+		mtu  units.Size
 	}{
 		{25, 1024}, {100, 1024}, {100, 4096}, {200, 4096}, {400, 4096}, {25, 4096},
 	}

@@ -77,7 +77,7 @@ func (h *HostPort) Kernel() *sim.Kernel { return h.k }
 func (h *HostPort) Network() *Network { return h.net }
 
 // MTU is the fabric's payload MTU in bytes.
-func (h *HostPort) MTU() int { return h.net.cfg.MTU }
+func (h *HostPort) MTU() int { return int(h.net.cfg.MTU) }
 
 // Peer is the switch the uplink connects to, and the port index there.
 func (h *HostPort) Peer() (NodeID, int) { return h.peer, h.peerPort }

@@ -25,7 +25,7 @@ type Flow struct {
 	// NotECT sends Not-ECT frames (switches then never mark them).
 	NotECT bool
 	// MTU overrides the fabric's payload MTU for this flow (0: fabric MTU).
-	MTU int
+	MTU units.Size
 }
 
 // FlowStats are the counters of one raw flow. Bytes are payload bytes.

@@ -50,7 +50,7 @@ func Run(cfg Config) ([]Point, error) {
 func point(cfg *Config, n int, frag bool) (Point, error) {
 	sc := simhost.DefaultConfig(2)
 	sc.Fabric.HostLink = fabric.LinkConfig{Rate: units.Rate(cfg.Rate), Delay: cfg.LinkDelay}
-	sc.Fabric.MTU = cfg.MTU
+	sc.Fabric.MTU = units.Size(cfg.MTU)
 	sc.NIC = cfg.NIC
 	sc.CPU = cfg.CPU
 	sc.BE = cfg.BE

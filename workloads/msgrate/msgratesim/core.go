@@ -106,7 +106,7 @@ func RunCore(cfg CoreConfig) (CoreResult, error) {
 	}
 	sc := simhost.DefaultConfig(2)
 	sc.Fabric.HostLink = fabric.LinkConfig{Rate: units.Rate(cfg.Rate), Delay: cfg.LinkDelay}
-	sc.Fabric.MTU = min(int(cfg.NIC.PortMTU), 4096)
+	sc.Fabric.MTU = units.Size(min(int(cfg.NIC.PortMTU), 4096))
 	sc.NIC = cfg.NIC
 	sc.NIC.SizesOnly = false // the core reads its peer's records
 	sc.BE.Threads = cfg.Threads

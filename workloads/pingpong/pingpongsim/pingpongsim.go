@@ -135,7 +135,7 @@ func (s *server) OnEvent(h *simhost.Host, ev byteexpress.Event) {
 func point(cfg *Config, size int) (pingpong.Stats, error) {
 	sc := simhost.DefaultConfig(2)
 	sc.Fabric.HostLink = fabric.LinkConfig{Rate: units.Rate(cfg.Rate), Delay: cfg.LinkDelay}
-	sc.Fabric.MTU = cfg.MTU
+	sc.Fabric.MTU = units.Size(cfg.MTU)
 	sc.NIC = cfg.NIC
 	sc.CPU = cfg.CPU
 	sc.BE = cfg.BE
