@@ -9,6 +9,7 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -199,6 +200,7 @@ func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocato
 		regs0 = a.regs()
 	}
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	t0 := time.Now()
 	phase(func(i int) int {
 		n := b.N / threads
@@ -208,6 +210,7 @@ func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocato
 		return n
 	})
 	elapsed := time.Since(t0)
+	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	if a.regs != nil {
 		b.ReportMetric(float64(a.regs()-regs0), "regs")
@@ -233,6 +236,21 @@ func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocato
 	}
 	b.ReportMetric(float64(2*b.N)/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(float64(peakBytes)/(1<<20), "peak-MB")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(2*b.N), "cpu-ns/op")
+}
+
+// cpuTime is the process's user plus system CPU time (getrusage). On a
+// machine shared with other work the wall-clock rate measures the share of
+// the cores the benchmark got as much as the allocator; cpu-ns/op, the CPU
+// time of the whole process per allocation or free (every goroutine, the
+// 1 ms heap sampler, the GC), does not depend on that share. 0 where
+// getrusage is unavailable.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var heapSamples = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
