@@ -15,19 +15,27 @@ import (
 // Allocate.
 type Heap struct {
 	_ [64]byte
-	// Written by other goroutines (frees of this heap's buffers) and by
-	// the owner.
-	deferred  atomic.Uintptr // Treiber stack of freed addresses; the link is in the buffer
+	// Written by other goroutines (frees of this heap's buffers) and read
+	// by the owner.
+	deferred atomic.Uintptr // Treiber stack of freed addresses; the link is in the buffer
+	// Buffers of this heap (and their capacity) freed by other goroutines:
+	// counted here, on the line those frees write anyway, rather than on
+	// the owner's counters, so that a cross-thread free does not take the
+	// line the owner updates on every operation away from its core.
+	remoteFreed      atomic.Int64
+	remoteFreedBytes atomic.Int64
+	_                [40]byte
+	// Written by the owner only (read by Stats). live counts the heap's
+	// allocations minus the frees it made itself; the buffers it has
+	// allocated and that are not freed are live - remoteFreed.
 	live      atomic.Int64
 	liveBytes atomic.Int64
-	_         [40]byte
-	// Owner only.
-	pool    *Pool
-	partial []*span // per size class: spans with free slots; allocation takes the head
-	cache   []*span // per span count k: free runs of k spans (LIFO)
-	cached  int     // spans in cache
-	closed  bool
-	_       [64]byte
+	pool      *Pool
+	partial   []*span // per size class: spans with free slots; allocation takes the head
+	cache     []*span // per span count k: free runs of k spans (LIFO)
+	cached    int     // spans in cache
+	closed    bool
+	_         [64]byte
 }
 
 // NewHeap returns a heap for one thread-like goroutine. A closed heap is

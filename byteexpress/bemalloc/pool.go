@@ -285,12 +285,14 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 			return ErrDoubleFree
 		}
 		o := s.owner.Load()
-		o.live.Add(-1)
-		o.liveBytes.Add(-int64(s.size))
 		if o != h {
+			o.remoteFreed.Add(1)
+			o.remoteFreedBytes.Add(int64(s.size))
 			o.pushDeferred(addr)
 			return nil
 		}
+		h.live.Add(-1)
+		h.liveBytes.Add(-int64(s.size))
 		h.cacheRun(s)
 		return nil
 	}
@@ -304,12 +306,14 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 		return ErrDoubleFree
 	}
 	o := s.owner.Load()
-	o.live.Add(-1)
-	o.liveBytes.Add(-int64(s.size))
 	if o != h {
+		o.remoteFreed.Add(1)
+		o.remoteFreedBytes.Add(int64(s.size))
 		o.pushDeferred(addr)
 		return nil
 	}
+	h.live.Add(-1)
+	h.liveBytes.Add(-int64(s.size))
 	h.freeSlot(s, uint32(idx))
 	return nil
 }
@@ -702,8 +706,12 @@ func (p *Pool) Stats() Stats {
 
 func (p *Pool) inUseLocked() (n, bytes int64) {
 	for _, h := range p.heaps {
-		n += h.live.Load()
-		bytes += h.liveBytes.Load()
+		// The remote counts first: a buffer is counted live before any
+		// goroutine can free it, so reading them first never counts a
+		// remote free whose allocation is not yet seen.
+		rn, rb := h.remoteFreed.Load(), h.remoteFreedBytes.Load()
+		n += h.live.Load() - rn
+		bytes += h.liveBytes.Load() - rb
 	}
 	return n + p.hugeLive.Load(), bytes + p.hugeBytes.Load()
 }
