@@ -264,8 +264,9 @@ func heapInuse() int64 {
 
 // bigCache is the bemalloc-cache contender: heap caches of 16 blocks
 // (64 MiB, above a goroutine's large working set of 64 buffers of 300 KB
-// mean) instead of 2, and 64 retained blocks instead of 16. A diagnostic,
-// not a tuned default: it shows how much of the large-allocation gap to
+// mean) instead of DefaultHeapCacheBlocks (8; 2 before heaps coalesced
+// their caches), and 64 retained blocks instead of 16. A diagnostic, not a
+// tuned default: it shows how much of the large-allocation gap to
 // sync.Pool the cache sizes explain.
 var bigCache = Config{HeapCacheBytes: 16 * DefaultBlockSize, RetainBlocks: 64}
 
