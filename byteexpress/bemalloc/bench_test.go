@@ -420,6 +420,101 @@ func BenchmarkGetMR(b *testing.B) {
 	p.Close()
 }
 
+// TestFigure4LargeStaysInHeapCaches runs Figure 4's large workload (64
+// KB-1 MB, exponential) on 1, 2 and 4 heaps, interleaved on one goroutine,
+// about one free in ten handed to the next heap, and checks that after the
+// warm-up the heaps serve it from their caches: fewer than one visit to the
+// pool (Pool.mu) per 1000 operations with the default configuration, and
+// many more with the heap cache's coalescing left without room (a cache of
+// two blocks, the default before, where runs overflow into the pool and
+// come back), so that the check can fail. The footprint stays within
+// twice the live bytes plus one cache per heap.
+func TestFigure4LargeStaysInHeapCaches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about a second of allocation")
+	}
+	w := workloads[1]
+	visits := func(heaps int, cfg Config) (perK float64, st Stats) {
+		p, pd := newPool(t, cfg)
+		type worker struct {
+			h     *Heap
+			slots []Buf
+			sizes []int
+			rng   uint64
+			it    int
+			inbox []Buf
+		}
+		ws := make([]*worker, heaps)
+		for i := range ws {
+			ws[i] = &worker{h: p.NewHeap(), slots: make([]Buf, w.live), sizes: w.sizes(uint64(i + 1)), rng: uint64(i)*0x9e3779b97f4a7c15 + 1}
+		}
+		step := func(i int) {
+			wk := ws[i]
+			wk.rng ^= wk.rng << 13
+			wk.rng ^= wk.rng >> 7
+			wk.rng ^= wk.rng << 17
+			j := wk.rng % uint64(len(wk.slots))
+			if old := wk.slots[j]; !old.IsZero() {
+				if next := ws[(i+1)%heaps]; (wk.rng>>32)%100 < crossPct {
+					next.inbox = append(next.inbox, old)
+				} else if err := wk.h.Deallocate(old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			x, err := wk.h.Allocate(wk.sizes[wk.it&(sizeTable-1)])
+			if err != nil {
+				t.Fatal(err)
+			}
+			wk.slots[j], wk.it = x, wk.it+1
+			if wk.it&31 == 0 {
+				for _, y := range wk.inbox {
+					if err := wk.h.Deallocate(y); err != nil {
+						t.Fatal(err)
+					}
+				}
+				wk.inbox = wk.inbox[:0]
+			}
+		}
+		const warm, n = 10000, 40000
+		for it := range warm * heaps {
+			step(it % heaps)
+		}
+		v0 := p.heapVisits.Load()
+		for it := range n * heaps {
+			step(it % heaps)
+		}
+		perK = float64(p.heapVisits.Load()-v0) * 1000 / float64(2*n*heaps)
+		st = p.Stats()
+		for _, wk := range ws {
+			for _, x := range append(wk.slots, wk.inbox...) {
+				if !x.IsZero() {
+					if err := wk.h.Deallocate(x); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			wk.h.Close()
+		}
+		closeClean(t, p, pd)
+		return perK, st
+	}
+	for _, heaps := range []int{1, 2, 4} {
+		def, st := visits(heaps, Config{})
+		small, _ := visits(heaps, Config{HeapCacheBytes: 2 * DefaultBlockSize})
+		t.Logf("%d heaps: %.2f pool visits per 1000 operations (2-block caches: %.1f); footprint %d MiB, live %d MiB",
+			heaps, def, small, st.Footprint>>20, st.InUseBytes>>20)
+		if def >= 1 {
+			t.Errorf("%d heaps: %.2f pool visits per 1000 operations in the steady state, want < 1", heaps, def)
+		}
+		if small < 10*max(def, 0.1) {
+			t.Errorf("%d heaps: 2-block caches visit the pool %.2f times per 1000 operations, default %.2f: the check cannot tell them apart", heaps, small, def)
+		}
+		if limit := 2*st.InUseBytes + int64(heaps*DefaultHeapCacheBlocks*DefaultBlockSize); st.Footprint > limit {
+			t.Errorf("%d heaps: footprint %d MiB above twice the live bytes plus one cache per heap (%d MiB)", heaps, st.Footprint>>20, limit>>20)
+		}
+	}
+}
+
 // TestFigure4ZeroAllocs runs Figure 4's iteration (free the buffer in a
 // random slot, about one in ten through another heap, the cross-thread
 // free; allocate one of the workload's next size) on one goroutine, after

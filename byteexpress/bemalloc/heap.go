@@ -329,6 +329,7 @@ func (h *Heap) cacheRun(s *span) {
 // remain, smallest runs first, under one lock acquisition.
 func (h *Heap) flushCache(keep int) {
 	p := h.pool
+	p.heapVisits.Add(1)
 	p.mu.Lock()
 	for k := 1; k < len(h.cache) && h.cached > keep; k++ {
 		for h.cache[k] != nil && h.cached > keep {

@@ -140,6 +140,11 @@ type Pool struct {
 	spare    []*Heap // closed heaps, reused (adopted) by NewHeap
 	lastErr  error
 
+	// heapVisits counts the times a heap took Pool.mu to take runs from
+	// the pool or give its cache back (takeRun, flushCache): the pool-level
+	// traffic the heap caches exist to avoid (tests read it).
+	heapVisits atomic.Int64
+
 	sharedMu sync.Mutex
 	shared   *Heap
 
@@ -544,6 +549,7 @@ func (p *Pool) trimLocked() *block {
 // new block when no block at pool level has room. For single spans it also
 // moves up to refillBatch-1 more into h's cache, to amortize the lock.
 func (p *Pool) takeRun(h *Heap, k int) (*span, error) {
+	p.heapVisits.Add(1)
 	p.mu.Lock()
 	for {
 		if p.closed.Load() {
