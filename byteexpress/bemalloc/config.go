@@ -22,7 +22,7 @@ const (
 	// rpmalloc's 400 spans. Below it, Figure 4's large allocations (64 KB-1
 	// MB) overflow the cache and come back from the pool under its lock:
 	// with coalescing, 1 to 8 heaps visit the pool about 28 times per 1000
-	// operations with 2-block caches, about 1 with 400 spans and under 0.1
+	// operations with 2-block caches, 0.5-0.8 with 400 spans and under 0.1
 	// with 8 blocks (TestFigure4LargeStaysInHeapCaches).
 	DefaultHeapCacheBlocks = 8
 	DefaultAccess          = verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead
