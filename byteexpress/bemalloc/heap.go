@@ -225,7 +225,8 @@ func (h *Heap) popCache(k int) *span {
 
 // takeCached returns a cached run of exactly k spans or, failing that, the
 // front of the smallest larger cached run, whose tail stays cached as a run
-// of its own.
+// of its own; when the cache holds k spans but no run that long, it
+// coalesces the cache and tries again. nil sends the heap to the pool.
 func (h *Heap) takeCached(k int) *span {
 	if s := h.popCache(k); s != nil {
 		return s
