@@ -50,6 +50,10 @@ func (pd *fakePD) RegMR(addr uintptr, length int, access verbs.Access) (verbs.MR
 			return nil, fmt.Errorf("fake PD: %#x+%d overlaps MR %#x+%d", addr, length, m.addr, m.n)
 		}
 	}
+	// Pin like ibv_reg_mr: every page of the range becomes resident.
+	for a := addr; a < addr+uintptr(length); a += 4096 {
+		*(*byte)(ptrAt(a)) = 0
+	}
 	pd.nextKey++
 	m := &fakeMR{pd: pd, addr: addr, n: length, lkey: pd.nextKey, rkey: pd.nextKey | 0x8000_0000, access: access}
 	pd.live[m.lkey] = m

@@ -1,7 +1,9 @@
 package bemalloc
 
 import (
+	"cmp"
 	"math/bits"
+	"slices"
 	"sync/atomic"
 )
 
@@ -15,19 +17,28 @@ import (
 // Allocate.
 type Heap struct {
 	_ [64]byte
-	// Written by other goroutines (frees of this heap's buffers) and by
-	// the owner.
-	deferred  atomic.Uintptr // Treiber stack of freed addresses; the link is in the buffer
+	// Written by other goroutines (frees of this heap's buffers) and read
+	// by the owner.
+	deferred atomic.Uintptr // Treiber stack of freed addresses; the link is in the buffer
+	// Buffers of this heap (and their capacity) freed by other goroutines:
+	// counted here, on the line those frees write anyway, rather than on
+	// the owner's counters, so that a cross-thread free does not take the
+	// line the owner updates on every operation away from its core.
+	remoteFreed      atomic.Int64
+	remoteFreedBytes atomic.Int64
+	_                [40]byte
+	// Written by the owner only (read by Stats). live counts the heap's
+	// allocations minus the frees it made itself; the buffers it has
+	// allocated and that are not freed are live - remoteFreed.
 	live      atomic.Int64
 	liveBytes atomic.Int64
-	_         [40]byte
-	// Owner only.
-	pool    *Pool
-	partial []*span // per size class: spans with free slots; allocation takes the head
-	cache   []*span // per span count k: free runs of k spans (LIFO)
-	cached  int     // spans in cache
-	closed  bool
-	_       [64]byte
+	pool      *Pool
+	partial   []*span // per size class: spans with free slots; allocation takes the head
+	cache     []*span // per span count k: free runs of k spans (LIFO)
+	cached    int     // spans in cache
+	scratch   []*span // coalesce's sort buffer: room for every cached run
+	closed    bool
+	_         [64]byte
 }
 
 // NewHeap returns a heap for one thread-like goroutine. A closed heap is
@@ -46,7 +57,9 @@ func (p *Pool) NewHeap() *Heap {
 }
 
 func (p *Pool) newHeapLocked() *Heap {
-	h := &Heap{pool: p, partial: make([]*span, len(p.classSize)), cache: make([]*span, p.nspans+1)}
+	h := &Heap{pool: p, partial: make([]*span, len(p.classSize)), cache: make([]*span, p.nspans+1),
+		// A run is pushed before the cache is trimmed back to its bound.
+		scratch: make([]*span, 0, p.heapCacheSpans+p.nspans)}
 	p.heaps = append(p.heaps, h)
 	return h
 }
@@ -212,7 +225,8 @@ func (h *Heap) popCache(k int) *span {
 
 // takeCached returns a cached run of exactly k spans or, failing that, the
 // front of the smallest larger cached run, whose tail stays cached as a run
-// of its own.
+// of its own; when the cache holds k spans but no run that long, it
+// coalesces the cache and tries again. nil sends the heap to the pool.
 func (h *Heap) takeCached(k int) *span {
 	if s := h.popCache(k); s != nil {
 		return s
@@ -220,6 +234,21 @@ func (h *Heap) takeCached(k int) *span {
 	if h.cached < k {
 		return nil
 	}
+	if s := h.splitCached(k); s != nil {
+		return s
+	}
+	if h.coalesce() {
+		if s := h.popCache(k); s != nil {
+			return s
+		}
+		return h.splitCached(k)
+	}
+	return nil
+}
+
+// splitCached takes the front k spans of the smallest cached run longer
+// than k; the tail stays cached as a run of its own.
+func (h *Heap) splitCached(k int) *span {
 	for j := k + 1; j < len(h.cache); j++ {
 		if h.cache[j] == nil {
 			continue
@@ -239,6 +268,53 @@ func (h *Heap) takeCached(k int) *span {
 	return nil
 }
 
+// coalesce merges the cached runs that are adjacent in their block into
+// single runs, as the pool's free-span bitmaps do, and reports whether any
+// merged. Frees arrive in any order and splits cut long runs, so a cache
+// that holds enough spans for a request may hold them only in pieces; the
+// heap calls this when a request finds no cached run long enough, before
+// it goes to the pool under Pool.mu. It sorts the cached runs by address
+// in a buffer the heap allocated when created.
+func (h *Heap) coalesce() bool {
+	if h.cached > cap(h.scratch) {
+		return false // more runs than the buffer holds (not reached: see newHeapLocked)
+	}
+	runs := h.scratch[:0]
+	for k := 1; k < len(h.cache); k++ {
+		for s := h.cache[k]; s != nil; s = s.next {
+			runs = append(runs, s)
+		}
+		h.cache[k] = nil
+	}
+	h.cached = 0
+	slices.SortFunc(runs, func(a, b *span) int { return cmp.Compare(a.base, b.base) })
+	merged := false
+	shift := h.pool.spanShift
+	var cur *span
+	for _, s := range runs {
+		if cur != nil && s.blk == cur.blk && cur.base+uintptr(cur.k)<<shift == s.base {
+			b := s.blk
+			i := int((s.base - b.base) >> shift)
+			for x := i; x < i+int(s.k); x++ {
+				b.heads[x].Store(cur)
+			}
+			cur.k += s.k
+			s.next = nil
+			merged = true
+			continue
+		}
+		if cur != nil {
+			h.pushCache(cur)
+		}
+		cur = s
+	}
+	if cur != nil {
+		h.pushCache(cur)
+	}
+	clear(runs)
+	return merged
+}
+
 // cacheRun keeps a free run in the heap cache; beyond HeapCacheBytes the
 // cache is halved by returning its smallest runs to the pool (large runs
 // serve any request by splitting; small ones are what the pool can
@@ -254,6 +330,7 @@ func (h *Heap) cacheRun(s *span) {
 // remain, smallest runs first, under one lock acquisition.
 func (h *Heap) flushCache(keep int) {
 	p := h.pool
+	p.heapVisits.Add(1)
 	p.mu.Lock()
 	for k := 1; k < len(h.cache) && h.cached > keep; k++ {
 		for h.cache[k] != nil && h.cached > keep {

@@ -140,6 +140,11 @@ type Pool struct {
 	spare    []*Heap // closed heaps, reused (adopted) by NewHeap
 	lastErr  error
 
+	// heapVisits counts the times a heap took Pool.mu to take runs from
+	// the pool or give its cache back (takeRun, flushCache): the pool-level
+	// traffic the heap caches exist to avoid (tests read it).
+	heapVisits atomic.Int64
+
 	sharedMu sync.Mutex
 	shared   *Heap
 
@@ -285,12 +290,14 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 			return ErrDoubleFree
 		}
 		o := s.owner.Load()
-		o.live.Add(-1)
-		o.liveBytes.Add(-int64(s.size))
 		if o != h {
+			o.remoteFreed.Add(1)
+			o.remoteFreedBytes.Add(int64(s.size))
 			o.pushDeferred(addr)
 			return nil
 		}
+		h.live.Add(-1)
+		h.liveBytes.Add(-int64(s.size))
 		h.cacheRun(s)
 		return nil
 	}
@@ -304,12 +311,14 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 		return ErrDoubleFree
 	}
 	o := s.owner.Load()
-	o.live.Add(-1)
-	o.liveBytes.Add(-int64(s.size))
 	if o != h {
+		o.remoteFreed.Add(1)
+		o.remoteFreedBytes.Add(int64(s.size))
 		o.pushDeferred(addr)
 		return nil
 	}
+	h.live.Add(-1)
+	h.liveBytes.Add(-int64(s.size))
 	h.freeSlot(s, uint32(idx))
 	return nil
 }
@@ -540,6 +549,7 @@ func (p *Pool) trimLocked() *block {
 // new block when no block at pool level has room. For single spans it also
 // moves up to refillBatch-1 more into h's cache, to amortize the lock.
 func (p *Pool) takeRun(h *Heap, k int) (*span, error) {
+	p.heapVisits.Add(1)
 	p.mu.Lock()
 	for {
 		if p.closed.Load() {
@@ -702,8 +712,12 @@ func (p *Pool) Stats() Stats {
 
 func (p *Pool) inUseLocked() (n, bytes int64) {
 	for _, h := range p.heaps {
-		n += h.live.Load()
-		bytes += h.liveBytes.Load()
+		// The remote counts first: a buffer is counted live before any
+		// goroutine can free it, so reading them first never counts a
+		// remote free whose allocation is not yet seen.
+		rn, rb := h.remoteFreed.Load(), h.remoteFreedBytes.Load()
+		n += h.live.Load() - rn
+		bytes += h.liveBytes.Load() - rb
 	}
 	return n + p.hugeLive.Load(), bytes + p.hugeBytes.Load()
 }

@@ -416,6 +416,44 @@ func TestDeferredFreeIsReused(t *testing.T) {
 	closeClean(t, p, pd)
 }
 
+// TestHeapCacheCoalesces frees eight adjacent runs of two spans in a
+// scrambled order, so that the heap cache holds sixteen free spans only in
+// pieces, and checks that a sixteen-span request is served from them (at
+// the lowest of their addresses: the pool would carve first-fit past them,
+// since the heap still holds them) rather than from the pool, and that the
+// cycle allocates no Go memory once warm.
+func TestHeapCacheCoalesces(t *testing.T) {
+	p, pd := newPool(t, Config{})
+	h := p.NewHeap()
+	const n, run = 8, 2 * tS
+	var bufs [n]Buf
+	cycle := func() {
+		lowest := ^uintptr(0)
+		for i := range bufs {
+			bufs[i] = mustAlloc(t, h, run)
+			lowest = min(lowest, bufs[i].Addr())
+		}
+		for _, i := range [n]int{5, 1, 7, 3, 0, 6, 2, 4} {
+			mustFree(t, h, bufs[i])
+		}
+		big := mustAlloc(t, h, n*run)
+		if big.Addr() != lowest {
+			t.Fatalf("%d-byte buffer at %#x, want %#x: the heap's free pieces were not coalesced", n*run, big.Addr(), lowest)
+		}
+		mustFree(t, h, big)
+	}
+	cycle()
+	regs, _, _ := pd.counts()
+	if a := testing.AllocsPerRun(10, cycle); a != 0 {
+		t.Errorf("coalescing cycle: %v Go heap allocations, want 0", a)
+	}
+	if r, _, _ := pd.counts(); r != regs {
+		t.Errorf("registrations went %d -> %d in the steady cycle", regs, r)
+	}
+	h.Close()
+	closeClean(t, p, pd)
+}
+
 // TestCrossHeapConcurrent passes buffers around a ring of goroutines, each
 // with its own heap, which check the contents and free them: every free of
 // a received buffer is a cross-heap free. Run with -race.
@@ -946,7 +984,7 @@ func TestConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.Config()
-	if c.MaxAlloc != DefaultMaxAlloc || c.RetainBlocks != DefaultRetainBlocks || c.HeapCacheBytes != 2<<20 {
+	if c.MaxAlloc != DefaultMaxAlloc || c.RetainBlocks != DefaultRetainBlocks || c.HeapCacheBytes != DefaultHeapCacheBlocks<<20 {
 		t.Fatalf("defaults not filled: %+v", c)
 	}
 	h := p.NewHeap()
