@@ -28,6 +28,8 @@ type Network struct {
 	raw     []*RawHost
 	flows   []*FlowStats
 	sampler sampler
+	// portSlab holds the switch ports not yet handed out by newPort.
+	portSlab []Port
 }
 
 // New builds the topology cfg describes on kernel k, computes routes and
@@ -70,6 +72,22 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 		sw.buf.Init(cfg.Switch.Buffer)
 		n.Switches = append(n.Switches, sw)
 	}
+	// Every switch port comes from one array (a port is about 4 KB; one
+	// allocation instead of one each, without rounding each up to its size
+	// class), and every switch's port list is sized once.
+	per := make([]int, g.switches)
+	for _, e := range g.edges {
+		if e.a >= NodeID(nh) {
+			per[int(e.a)-nh]++
+		}
+		per[int(e.b)-nh]++
+	}
+	total := 0
+	for i, c := range per {
+		n.Switches[i].Ports = make([]*Port, 0, c)
+		total += c
+	}
+	n.portSlab = make([]Port, total)
 	for _, e := range g.edges {
 		if err := n.connect(e); err != nil {
 			return nil, err
@@ -140,7 +158,13 @@ func (n *Network) connect(e edge) error {
 }
 
 func (sw *Switch) newPort(peer NodeID, peerPort int, rate int64) *Port {
-	p := &Port{sw: sw, k: sw.net.K, pool: sw.pool, Index: len(sw.Ports), Peer: peer, PeerPort: peerPort, rate: rate}
+	var p *Port
+	if n := sw.net; len(n.portSlab) > 0 {
+		p, n.portSlab = &n.portSlab[0], n.portSlab[1:]
+	} else {
+		p = new(Port)
+	}
+	*p = Port{sw: sw, k: sw.net.K, pool: sw.pool, Index: len(sw.Ports), Peer: peer, PeerPort: peerPort, rate: rate}
 	p.hid = sw.net.K.Register(p)
 	sw.Ports = append(sw.Ports, p)
 	return p
