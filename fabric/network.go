@@ -51,7 +51,7 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 	nh := g.hosts
 	for i := 0; i < nh; i++ {
 		h := &HostPort{net: n, k: k, pool: n.Pool, id: NodeID(i), rate: cfg.HostLink.Rate}
-		h.hid = k.Register(h)
+		h.hid = k.RegisterNew(h)
 		n.Hosts = append(n.Hosts, h)
 	}
 	lossless := cfg.Switch.PFC.LosslessMask()
@@ -134,7 +134,7 @@ func (n *Network) connect(e edge) error {
 	nh := NodeID(len(n.Hosts))
 	mk := func(from, to NodeID, r receiver) *Link {
 		l := &Link{k: n.K, Rate: e.link.Rate, Delay: e.link.Delay, From: from, To: to, to: r, pool: n.Pool}
-		l.hid = n.K.Register(l)
+		l.hid = n.K.RegisterNew(l)
 		n.Links = append(n.Links, l)
 		return l
 	}
@@ -165,7 +165,7 @@ func (sw *Switch) newPort(peer NodeID, peerPort int, rate int64) *Port {
 		p = new(Port)
 	}
 	*p = Port{sw: sw, k: sw.net.K, pool: sw.pool, Index: len(sw.Ports), Peer: peer, PeerPort: peerPort, rate: rate}
-	p.hid = sw.net.K.Register(p)
+	p.hid = sw.net.K.RegisterNew(p)
 	sw.Ports = append(sw.Ports, p)
 	return p
 }
