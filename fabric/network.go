@@ -29,6 +29,8 @@ type Network struct {
 	raw     []*RawHost
 	flows   []*FlowStats
 	sampler sampler
+	// portSlab holds the switch ports not yet handed out by newPort.
+	portSlab []Port
 }
 
 // New builds the topology cfg describes on kernel k, computes routes and
@@ -50,7 +52,7 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 	nh := g.hosts
 	for i := 0; i < nh; i++ {
 		h := &HostPort{net: n, k: k, pool: n.Pool, id: NodeID(i), rate: cfg.HostLink.Rate}
-		h.hid = k.Register(h)
+		h.hid = k.RegisterNew(h)
 		n.Hosts = append(n.Hosts, h)
 	}
 	lossless := cfg.Switch.PFC.LosslessMask()
@@ -71,6 +73,22 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 		sw.buf.Init(cfg.Switch.Buffer)
 		n.Switches = append(n.Switches, sw)
 	}
+	// Every switch port comes from one array (a port is about 4 KB; one
+	// allocation instead of one each, without rounding each up to its size
+	// class), and every switch's port list is sized once.
+	per := make([]int, g.switches)
+	for _, e := range g.edges {
+		if e.a >= NodeID(nh) {
+			per[int(e.a)-nh]++
+		}
+		per[int(e.b)-nh]++
+	}
+	total := 0
+	for i, c := range per {
+		n.Switches[i].Ports = make([]*Port, 0, c)
+		total += c
+	}
+	n.portSlab = make([]Port, total)
 	for _, e := range g.edges {
 		if err := n.connect(e); err != nil {
 			return nil, err
@@ -117,7 +135,7 @@ func (n *Network) connect(e edge) error {
 	nh := NodeID(len(n.Hosts))
 	mk := func(from, to NodeID, r receiver) *Link {
 		l := &Link{k: n.K, Rate: e.link.Rate, Delay: e.link.Delay, From: from, To: to, to: r, pool: n.Pool}
-		l.hid = n.K.Register(l)
+		l.hid = n.K.RegisterNew(l)
 		n.Links = append(n.Links, l)
 		return l
 	}
@@ -141,8 +159,14 @@ func (n *Network) connect(e edge) error {
 }
 
 func (sw *Switch) newPort(peer NodeID, peerPort int, rate units.Rate) *Port {
-	p := &Port{sw: sw, k: sw.net.K, pool: sw.pool, Index: len(sw.Ports), Peer: peer, PeerPort: peerPort, rate: rate}
-	p.hid = sw.net.K.Register(p)
+	var p *Port
+	if n := sw.net; len(n.portSlab) > 0 {
+		p, n.portSlab = &n.portSlab[0], n.portSlab[1:]
+	} else {
+		p = new(Port)
+	}
+	*p = Port{sw: sw, k: sw.net.K, pool: sw.pool, Index: len(sw.Ports), Peer: peer, PeerPort: peerPort, rate: rate}
+	p.hid = sw.net.K.RegisterNew(p)
 	sw.Ports = append(sw.Ports, p)
 	return p
 }

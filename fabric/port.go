@@ -65,7 +65,11 @@ type Port struct {
 	rr      int
 	granted bool
 
-	st    [NumPrio]PrioCounters
+	// The counters of each priority (Counters assembles PrioCounters):
+	// those every frame moves, and the drop counters, allocated on the
+	// port's first drop (most ports never drop: 384 bytes less a port).
+	st    [NumPrio]txCounters
+	drops *[NumPrio]dropCounters
 	depth [NumPrio]*pfc.Compact
 	// Queue-depth sampling (smp nil when off): the depth series of queue i
 	// holds every sampler tick up to seen[i]; later ticks saw the depth the
@@ -73,6 +77,28 @@ type Port struct {
 	// A queue not yet tracked (never held a frame) has seen == untracked.
 	smp  *sampler
 	seen [NumPrio]int64
+}
+
+// txCounters are the PrioCounters every frame moves.
+type txCounters struct {
+	TxPackets, TxBytes int64
+	ECNMarks           int64
+	MaxQueue           int64
+}
+
+// dropCounters are the PrioCounters that count drops.
+type dropCounters struct {
+	Drops, DropBytes                 int64
+	WatchdogDrops, WatchdogDropBytes int64
+	HeadroomDrops, HeadroomDropBytes int64
+}
+
+// dropped is priority prio's drop counters, allocated on first use.
+func (p *Port) dropped(prio int) *dropCounters {
+	if p.drops == nil {
+		p.drops = new([NumPrio]dropCounters)
+	}
+	return &p.drops[prio]
 }
 
 // untracked marks a queue the depth sampler does not follow yet.
@@ -115,7 +141,17 @@ func (p *Port) QueueBytes(prio int) int64 { return p.q[prio].Bytes }
 func (p *Port) Ingress(prio int) *pfc.Ingress { return &p.in[prio] }
 
 // Counters is the port's per-priority counters.
-func (p *Port) Counters(prio int) PrioCounters { return p.st[prio] }
+func (p *Port) Counters(prio int) PrioCounters {
+	t := &p.st[prio]
+	c := PrioCounters{TxPackets: t.TxPackets, TxBytes: t.TxBytes, ECNMarks: t.ECNMarks, MaxQueue: t.MaxQueue}
+	if p.drops != nil {
+		d := &p.drops[prio]
+		c.Drops, c.DropBytes = d.Drops, d.DropBytes
+		c.WatchdogDrops, c.WatchdogDropBytes = d.WatchdogDrops, d.WatchdogDropBytes
+		c.HeadroomDrops, c.HeadroomDropBytes = d.HeadroomDrops, d.HeadroomDropBytes
+	}
+	return c
+}
 
 // PauseRx is the receive-side pause state (what the peer imposes on us).
 func (p *Port) PauseRx() *pfc.Rx { return &p.rx }
@@ -313,7 +349,7 @@ func (p *Port) drr(elig uint8) int {
 // flush drops everything queued at prio (watchdog drop action).
 func (p *Port) flush(now sim.Time, prio int) {
 	q := &p.q[prio]
-	st := &p.st[prio]
+	st := p.dropped(prio)
 	p.syncDepth(prio)
 	for pkt := q.Pop(); pkt != nil; pkt = q.Pop() {
 		st.WatchdogDrops++

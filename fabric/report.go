@@ -166,7 +166,7 @@ func (n *Network) Report() *Report {
 			for i := 0; i < NumPrio; i++ {
 				p.syncDepth(i)
 				q := PrioReport{
-					PrioCounters: p.st[i], Queued: p.q[i].Bytes,
+					PrioCounters: p.Counters(i), Queued: p.q[i].Bytes,
 					PauseRx: p.rx.Stats.Pauses[i], ResumeRx: p.rx.Stats.Resumes[i], PausedTime: p.rx.PausedTime(now, i),
 					LongestPause: p.rx.LongestPause(now, i),
 					StormTrips:   p.rx.Stats.StormTrips[i], StormRestores: p.rx.Stats.StormRestores[i],
@@ -233,8 +233,10 @@ func (n *Network) HeadroomOverflows() int64 {
 	var d int64
 	for _, sw := range n.Switches {
 		for _, p := range sw.Ports {
-			for i := range p.st {
-				d += p.st[i].HeadroomDrops
+			if p.drops != nil {
+				for i := range p.drops {
+					d += p.drops[i].HeadroomDrops
+				}
 			}
 		}
 	}

@@ -71,9 +71,8 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 	prio := int(pkt.Prio & (NumPrio - 1))
 	pkt.Prio = uint8(prio)
 	n := int64(pkt.Size)
-	st := &o.st[prio]
-
 	if o.wdDrop&(1<<prio) != 0 {
+		st := o.dropped(prio)
 		st.WatchdogDrops++
 		st.WatchdogDropBytes += n
 		sw.pool.Put(pkt)
@@ -83,7 +82,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 	if sw.lossless&(1<<prio) != 0 {
 		switch g.Admit(now, n) {
 		case pfc.Drop:
-			ist := &in.st[prio]
+			ist := in.dropped(prio)
 			ist.HeadroomDrops++
 			ist.HeadroomDropBytes += n
 			sw.pool.Put(pkt)
@@ -93,6 +92,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 		}
 	} else {
 		if float64(o.q[prio].Bytes+n) > sw.alpha*float64(sw.buf.Free()) || g.Admit(now, n) == pfc.Drop {
+			st := o.dropped(prio)
 			st.Drops++
 			st.DropBytes += n
 			sw.pool.Put(pkt)
@@ -101,7 +101,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 	}
 	if e := &sw.ecn[prio]; e.Enabled && pkt.IsECT() && sw.mark(e, o.q[prio].Bytes) {
 		pkt.ECN = CE
-		st.ECNMarks++
+		o.st[prio].ECNMarks++
 	}
 	pkt.inPort = int32(in.Index)
 	o.enqueue(now, prio, pkt)

@@ -55,13 +55,26 @@ func (c *Compact) Add(v int64) {
 }
 
 // AddN offers n samples of the same value v, in time proportional to the
-// points kept, not to n.
+// points kept, not to n. It keeps what n calls of Add keep, byte for byte;
+// a run of v equal to the last kept value is appended as one block of zero
+// deltas (one byte each) up to the next halving, not point by point.
 func (c *Compact) AddN(n int64, v int64) {
 	for n > 0 {
 		if c.skip > 0 {
 			k := min(int64(c.skip), n)
 			c.skip -= int(k)
 			n -= k
+			continue
+		}
+		if v == c.last && c.n < c.cap {
+			// k points, each taking stride samples but the last, which
+			// takes one and leaves stride-1 to skip, as Add would.
+			s := int64(c.stride)
+			k := min(int64(c.cap-c.n), (n+s-1)/s)
+			c.buf = append(c.buf, make([]byte, k)...)
+			c.n += int(k)
+			n -= (k-1)*s + 1
+			c.skip = c.stride - 1
 			continue
 		}
 		c.Add(v)
@@ -76,8 +89,15 @@ func (c *Compact) halve() {
 	var v, kept int64
 	n := 0
 	for i := 0; i < c.n; i++ {
-		d, k := binary.Varint(c.buf[r:])
-		r += k
+		var d int64
+		if b := c.buf[r]; b < 0x80 { // one-byte varint: most deltas
+			d = int64(b>>1) ^ -int64(b&1)
+			r++
+		} else {
+			var k int
+			d, k = binary.Varint(c.buf[r:])
+			r += k
+		}
 		v += d
 		if i&1 == 0 {
 			w += binary.PutVarint(c.buf[w:], v-kept)

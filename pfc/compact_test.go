@@ -40,3 +40,31 @@ func TestCompactMatchesSeries(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactAddNIsRepeatedAdd checks that AddN keeps exactly the bytes n
+// calls of Add keep, for long runs of equal values across halvings.
+func TestCompactAddNIsRepeatedAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, capacity := range []int{2, 4, 10, 64, 1024} {
+		a := NewCompact(capacity, 0, 1)
+		b := NewCompact(capacity, 0, 1)
+		for step := 0; step < 2000; step++ {
+			v := rng.Int64N(4) * 1000
+			if rng.IntN(5) == 0 {
+				v = rng.Int64N(1<<40) - 1<<39
+			}
+			n := rng.Int64N(3)
+			if rng.IntN(3) == 0 {
+				n = rng.Int64N(5000)
+			}
+			a.AddN(n, v)
+			for i := int64(0); i < n; i++ {
+				b.Add(v)
+			}
+			if !slices.Equal(a.buf, b.buf) || a.n != b.n || a.last != b.last || a.stride != b.stride || a.skip != b.skip {
+				t.Fatalf("capacity %d step %d (AddN(%d, %d)): AddN kept n=%d stride=%d skip=%d %x, Add kept n=%d stride=%d skip=%d %x",
+					capacity, step, n, v, a.n, a.stride, a.skip, a.buf, b.n, b.stride, b.skip, b.buf)
+			}
+		}
+	}
+}

@@ -99,6 +99,17 @@ func (k *Kernel) Register(h Handler) HandlerID {
 	return id
 }
 
+// RegisterNew makes h schedulable by ID like Register, but keeps no lookup
+// entry for it (Register's map costs about 50 bytes a handler): for a
+// component that registers itself once, when it is created (ports, links,
+// timers). Register or At on h afterwards returns another ID for the same
+// handler, which dispatches the same way.
+func (k *Kernel) RegisterNew(h Handler) HandlerID {
+	id := HandlerID(len(k.handlers))
+	k.handlers = append(k.handlers, h)
+	return id
+}
+
 // Post schedules handler id's OnEvent(at, tag): the fast path for hot
 // components, which register once. Scheduling in the past is a bug in the
 // caller and panics rather than silently reordering time.
@@ -305,10 +316,10 @@ type Timer struct {
 }
 
 // Init binds a timer (usually a field of its component) to a kernel and the
-// handler it fires.
+// handler it fires, once (the timer registers itself with RegisterNew).
 func (t *Timer) Init(k *Kernel, h Handler, tag uint64) {
 	t.k, t.h, t.tag = k, h, tag
-	t.id = k.Register(t)
+	t.id = k.RegisterNew(t)
 }
 
 // Set arms the timer to fire at instant at, replacing any earlier setting.

@@ -392,3 +392,34 @@ func TestKernelRunUntilMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisterNew checks that a handler registered with RegisterNew gets
+// its events, that Register keeps returning one ID per handler, and that
+// RegisterNew adds no lookup entry (a later Register of the same handler
+// gets a fresh ID dispatching to it).
+func TestRegisterNew(t *testing.T) {
+	k := NewKernel()
+	var a, b countHandler
+	ida := k.RegisterNew(&a)
+	if id := k.Register(&b); k.Register(&b) != id {
+		t.Fatal("Register returned two IDs for one handler")
+	}
+	ida2 := k.Register(&a)
+	if ida2 == ida {
+		t.Fatal("Register found a handler RegisterNew registered: RegisterNew kept a lookup entry")
+	}
+	k.Post(1, ida, 0)
+	k.Post(2, ida2, 0)
+	k.At(3, &b, 0)
+	k.Run()
+	if a.n != 2 || b.n != 1 {
+		t.Fatalf("a got %d events (want 2), b %d (want 1)", a.n, b.n)
+	}
+	if len(k.ids) != 2 {
+		t.Fatalf("lookup holds %d handlers, want 2 (b, and a once Register saw it)", len(k.ids))
+	}
+}
+
+type countHandler struct{ n int }
+
+func (c *countHandler) OnEvent(Time, uint64) { c.n++ }
