@@ -93,8 +93,7 @@ func (k *Kernel) Register(h Handler) HandlerID {
 	if k.ids == nil {
 		k.ids = make(map[Handler]HandlerID)
 	}
-	id := HandlerID(len(k.handlers))
-	k.handlers = append(k.handlers, h)
+	id := k.RegisterNew(h)
 	k.ids[h] = id
 	return id
 }

@@ -169,8 +169,12 @@ type fanSrv struct {
 	muted  int64
 }
 
-// fanPeer is a server's count of one client's requests.
-type fanPeer struct{ n, rx int64 }
+// fanPeer is a server's count of one client's requests; ended once the
+// client's end marker is answered.
+type fanPeer struct {
+	n, rx int64
+	ended bool
+}
 
 // answer is the reply to request p from client c: its size, or the
 // end-marker count written into head (hlen + fanEndLen bytes). It copies
@@ -185,6 +189,7 @@ func (s *fanSrv) answer(c *fanPeer, p []byte, head []byte) (size int, end bool, 
 		binary.LittleEndian.PutUint64(head[hl:], uint64(c.n))
 		binary.LittleEndian.PutUint64(head[hl+8:], uint64(c.rx))
 		s.ended++
+		c.ended = true
 		return hl + fanEndLen, true, nil
 	}
 	if size, err = s.m.reply(p); err != nil {

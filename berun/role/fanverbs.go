@@ -261,9 +261,8 @@ func (s *fanSrv) runBE(ctx context.Context, spec Spec, n *beNode) (Result, error
 		drained = make(chan struct{})
 		head    = make([]byte, s.w.headLen+fanEndLen)
 		// counted: the sockets a count went out on, until their client
-		// closes them; ended: the clients that sent their end marker.
+		// closes them.
 		counted = map[*byteexpress.Socket]byteexpress.Addr{}
-		ended   = map[byteexpress.Addr]bool{}
 	)
 	want := len(spec.From)
 	drain := func() { // with s.mu held
@@ -315,7 +314,6 @@ func (s *fanSrv) runBE(ctx context.Context, spec Spec, n *beNode) (Result, error
 				fail(fmt.Errorf("%s: %w", ev.Remote, err))
 			}
 			if end && err == nil {
-				ended[ev.Remote] = true
 				counted[ev.Socket] = ev.Remote
 			}
 			if end && s.ended == want && !s.closed {
@@ -339,7 +337,7 @@ func (s *fanSrv) runBE(ctx context.Context, spec Spec, n *beNode) (Result, error
 			s.mu.Unlock()
 		case byteexpress.EvSocketFailed, byteexpress.EvEngineError:
 			s.mu.Lock()
-			if ended[ev.Remote] {
+			if c := clients[ev.Remote]; c != nil && c.ended {
 				// A client that has its count closes its endpoint:
 				// its engine fails, and that is no failure.
 				for k, a := range counted {
