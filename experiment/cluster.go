@@ -24,6 +24,11 @@ type Workload struct {
 	// Simulate runs the workload and adds its metrics, tables and notes to
 	// r; it returns the simulated events.
 	Simulate func(r *report.Result) (events uint64, err error)
+	// SimulateWatched, when set, is Simulate under a Watch (it starts the
+	// watch on its kernel and network, and returns at once once the
+	// watch stopped, adding nothing to r); nil: the workload always runs
+	// to its end.
+	SimulateWatched func(r *report.Result, w *Watch) (events uint64, err error)
 }
 
 // Explain writes the summary and the derived thresholds, headroom and BDP
@@ -45,6 +50,22 @@ func (w *Workload) Run() (*report.Result, error) {
 	r := NewResult(w.Scenario)
 	ev, err := w.Simulate(r)
 	Events(r, ev)
+	return r, Failed(r, err)
+}
+
+// RunWatched implements Watched: Run, stopped as soon as w's condition is
+// decided when the workload supports it (a stopped run reports
+// Watch.Report's metrics and no error).
+func (w *Workload) RunWatched(x *Watch) (*report.Result, error) {
+	if w.SimulateWatched == nil {
+		return w.Run()
+	}
+	r := NewResult(w.Scenario)
+	ev, err := w.SimulateWatched(r, x)
+	Events(r, ev)
+	if x.Stopped() && err == nil {
+		x.Report(r)
+	}
 	return r, Failed(r, err)
 }
 

@@ -125,7 +125,19 @@ type timed struct {
 	s *scenarios.Scenario
 }
 
-func (t timed) Run() (r *report.Result, err error) {
+func (t timed) Run() (*report.Result, error) { return t.run(t.Runner.Run) }
+
+// RunWatched implements Watched: the runner's own RunWatched, timed, or
+// its Run when it cannot be stopped early.
+func (t timed) RunWatched(w *Watch) (*report.Result, error) {
+	x, ok := t.Runner.(Watched)
+	if !ok {
+		return t.Run()
+	}
+	return t.run(func() (*report.Result, error) { return x.RunWatched(w) })
+}
+
+func (t timed) run(f func() (*report.Result, error)) (r *report.Result, err error) {
 	start := time.Now()
 	defer func() {
 		// No input should reach a panic; if one does, it is a bug in a
@@ -135,7 +147,7 @@ func (t timed) Run() (r *report.Result, err error) {
 			r, err = nil, fmt.Errorf("internal error (please report): simulation panicked: %v%s", p, panicSite())
 		}
 	}()
-	r, err = t.Runner.Run()
+	r, err = f()
 	wall := time.Since(start).Seconds()
 	if r == nil {
 		if err == nil {
@@ -191,7 +203,12 @@ func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err e
 	if err != nil {
 		return nil, t, err
 	}
-	r, runErr := x.Run()
+	return untimed(x.Run())
+}
+
+// untimed moves a run's Timing out of its result (Simulate's contract).
+func untimed(r *report.Result, runErr error) (*report.Result, report.Timing, error) {
+	var t report.Timing
 	if r == nil {
 		return nil, t, runErr
 	}

@@ -47,6 +47,11 @@ type Options struct {
 	Stop <-chan struct{}
 	// Simulate runs each point (nil: DefaultSimulator).
 	Simulate Simulator
+	// FullProbes makes a search run every probe to its end. Otherwise,
+	// when Simulate is nil and DefaultWatchedSimulator is set, a probe
+	// stops as soon as its --until outcome is decided (see
+	// WatchedSimulator); the search's answer is the same either way.
+	FullProbes bool
 }
 
 // Progress is reported after each finished point.
@@ -85,12 +90,42 @@ type Simulator func(s *scenarios.Scenario) (*report.Result, report.Timing, error
 // package sweep/simulate sets it to besim's.
 var DefaultSimulator Simulator
 
+// WatchedSimulator is a Simulator that may stop a run as soon as the
+// outcome of until is decided: where until's metric is a counter that
+// only grows during a run, once it holds (for > >= !=) or fails (for < <=
+// ==) it can no longer change (Predicate.Decided). A stopped run's result
+// has the metric until names, at its value when the run stopped, and
+// MetricStoppedAt. besim's is experiment.SimulateWatched.
+type WatchedSimulator func(s *scenarios.Scenario, until Predicate) (*report.Result, report.Timing, error)
+
+// DefaultWatchedSimulator is the WatchedSimulator a search uses when
+// Options.Simulate is nil and Options.FullProbes is not set (package
+// sweep/simulate sets it; nil: probes run to their end).
+var DefaultWatchedSimulator WatchedSimulator
+
+// MetricStoppedAt is the metric of a probe stopped early: the virtual time
+// it stopped at, in microseconds (experiment.MetricStoppedAt).
+const MetricStoppedAt = "run/stopped_at"
+
 // Simulate runs one scenario with DefaultSimulator.
 func Simulate(s *scenarios.Scenario) (*report.Result, report.Timing, error) {
 	if DefaultSimulator == nil {
 		return nil, report.Timing{}, errors.New(`sweep: no simulator linked (import _ "github.com/besim/besim/sweep/simulate", or set Options.Simulate)`)
 	}
 	return DefaultSimulator(s)
+}
+
+// watched reports whether a search's probes may stop early.
+func (o *Options) watched() bool {
+	return !o.FullProbes && o.Simulate == nil && DefaultWatchedSimulator != nil
+}
+
+// simulateProbe runs one probe of a search for until.
+func (o *Options) simulateProbe(s *scenarios.Scenario, until Predicate) (*report.Result, report.Timing, error) {
+	if o.watched() {
+		return DefaultWatchedSimulator(s, until)
+	}
+	return o.simulate(s)
 }
 
 func (o *Options) simulate(s *scenarios.Scenario) (*report.Result, report.Timing, error) {

@@ -64,6 +64,27 @@ func (p Predicate) Eval(r *report.Result) (bool, float64, error) {
 	return false, x, fmt.Errorf("--until %s: unknown operator %q", p, p.Op)
 }
 
+// Decided reports whether the predicate's outcome is settled at x for a
+// metric that never falls during a run (a counter): once x satisfies > or
+// >=, or exceeds the value of !=, it holds whatever comes after; once x
+// fails < or <=, or exceeds the value of ==, it fails. Below those points
+// nothing is settled.
+func (p Predicate) Decided(x float64) bool {
+	switch p.Op {
+	case ">":
+		return x > p.Value
+	case ">=":
+		return x >= p.Value
+	case "<":
+		return x >= p.Value
+	case "<=":
+		return x > p.Value
+	case "==", "!=":
+		return x > p.Value
+	}
+	return false
+}
+
 // Search is a bisection over one integer-valued key: the largest value in
 // [Lo, Hi] for which Until is still false, assuming Until is false up to
 // some value and true from the next one on (monotone).
@@ -176,6 +197,10 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 	}
 	m.notes = []string{fmt.Sprintf("search over %s of %s: largest %s in [%s, %s] for which %s is false, by bisection, assuming it is false below some value and true above (checked at both ends)",
 		describeAxes(axes), m.scenario, s.Key, s.value(s.Lo), s.value(s.Hi), s.Until)}
+	if opt.watched() {
+		m.notes = append(m.notes, fmt.Sprintf("a probe stops as soon as %s is decided when %s is a counter that only grows and the workload kind can be watched: such probes say \"stopped at\" (virtual time) and their value is the counter then, not at the end of the run; --full-probes runs every probe to its end, with the same answer", s.Until, s.Until.Metric))
+	}
+
 
 	var mu sync.Mutex
 	outs := make([]outcome, len(pts))
@@ -188,7 +213,7 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 			if err != nil {
 				return probe{}, err
 			}
-			r, t, err := opt.simulate(l.s)
+			r, t, err := opt.simulateProbe(l.s, s.Until)
 			mu.Lock()
 			st.add(t)
 			mu.Unlock()
@@ -268,7 +293,11 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		o.values = append(o.values, float64(o.sims))
 		var trace []string
 		for _, t := range tried {
-			trace = append(trace, fmt.Sprintf("%s=%s %v (%s)", s.Key, s.value(t.v), t.holds, report.Num(t.x)))
+			at := ""
+			if m, ok := t.r.Metric(MetricStoppedAt); ok {
+				at = fmt.Sprintf(", stopped at %s us", report.Num(m.Value))
+			}
+			trace = append(trace, fmt.Sprintf("%s=%s %v (%s%s)", s.Key, s.value(t.v), t.holds, report.Num(t.x), at))
 		}
 		note := fmt.Sprintf("[%s] %s: %s", o.key, s.Until, strings.Join(trace, ", "))
 		if why != "" {

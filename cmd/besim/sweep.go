@@ -57,6 +57,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	shardFlag := fs.String("shard", "", "run only points with index%n == i: `i/n`, writing a partial file for besim merge; \"auto\" (also the default when a batch array job's variables are set): from $BESIM_SHARD, Slurm, Grid Engine, PBS, LSF or a Kubernetes Indexed Job (see sweep.ShardFromEnv); 0/1 runs the whole sweep")
 	replications := fs.Int("replications", 0, "run every point `N` times with seeds S..S+N-1 (S: the scenario's seed) and pool their latency histograms (table replications)")
 	keepFlag := fs.Bool("keep", false, "also keep every point's own tables, series and notes in the result")
+	fullProbes := fs.Bool("full-probes", false, "run every probe of a --search to its end (default: a probe stops as soon as --until is decided on a counter that only grows, such as pfc/frames_tx; the answer is the same)")
 	out := fs.String("o", "", "output `FILE.json` (CSV and Markdown of the table beside it; default out/NAME/sweep.json (or search.json))")
 	md := fs.Bool("md", false, "print the table as Markdown")
 	quiet := fs.Bool("q", false, "do not print the table")
@@ -86,7 +87,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		axes = append(axes, a)
 	}
-	opt := sweep.Options{Jobs: *jobs, Keep: *keepFlag}
+	opt := sweep.Options{Jobs: *jobs, Keep: *keepFlag, FullProbes: *fullProbes}
 	if *metricsFlag != "" {
 		for _, m := range strings.Split(*metricsFlag, ",") {
 			if m = strings.TrimSpace(m); m != "" {

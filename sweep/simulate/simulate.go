@@ -7,8 +7,15 @@ package simulate
 
 import (
 	"github.com/besim/besim/experiment"
+	"github.com/besim/besim/report"
+	"github.com/besim/besim/scenarios"
 	"github.com/besim/besim/sweep"
 	_ "github.com/besim/besim/workloads/all"
 )
 
-func init() { sweep.DefaultSimulator = experiment.Simulate }
+func init() {
+	sweep.DefaultSimulator = experiment.Simulate
+	sweep.DefaultWatchedSimulator = func(s *scenarios.Scenario, until sweep.Predicate) (*report.Result, report.Timing, error) {
+		return experiment.SimulateWatched(s, until.Metric, until.Decided)
+	}
+}

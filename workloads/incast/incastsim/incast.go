@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/besim/besim/byteexpress"
+	"github.com/besim/besim/experiment"
 	"github.com/besim/besim/fabric"
 	"github.com/besim/besim/metrics"
 	"github.com/besim/besim/sim"
@@ -48,6 +49,10 @@ import (
 type Config struct {
 	incast.Config
 	Cluster simhost.Config
+	// Watch, when set, stops the run as soon as its condition is decided
+	// (a search probe, experiment.SimulateWatched); the Result then has
+	// Stopped set and nothing else measured.
+	Watch *experiment.Watch
 }
 
 // Result is what one run measured.
@@ -72,6 +77,7 @@ type Result struct {
 	PoolWarm                     sim.Time       // and until every request slot had completed once
 	Events                       uint64
 	Errors                       []error
+	Stopped                      bool // Config.Watch stopped the run: only Events is set
 }
 
 // Layout returns the topology Run builds: leaves of HostsPerLeaf
@@ -139,6 +145,14 @@ func Run(cfg Config) (*Result, error) {
 		}
 	}()
 	run := &incastRun{cfg: &cfg, c: c, st: incast.NewStats()}
+	if cfg.Watch != nil {
+		cfg.Watch.Start(c.Kernel(), c.Network())
+	}
+	// stopped is the result of a run the watch stopped.
+	stopped := func() (*Result, error) {
+		run.stopped = true
+		return &Result{Stopped: true, Events: c.Kernel().Events()}, nil
+	}
 	if err := run.setup(hpl); err != nil {
 		return nil, err
 	}
@@ -146,8 +160,11 @@ func Run(cfg Config) (*Result, error) {
 	// virtual time that grows with the engine count; the warmup starts once
 	// every socket is connected.
 	want := cfg.Workers * cfg.Servers * max(1, cfg.Sockets)
-	for run.connected < want && c.Now() < simrun.SetupLimit {
+	for run.connected < want && c.Now() < simrun.SetupLimit && !cfg.Watch.Stopped() {
 		c.RunFor(20 * sim.Microsecond)
+	}
+	if cfg.Watch.Stopped() {
+		return stopped()
 	}
 	if run.connected < want {
 		return nil, fmt.Errorf("workloads: only %d of %d sockets connected after %v", run.connected, want, simrun.SetupLimit)
@@ -163,22 +180,32 @@ func Run(cfg Config) (*Result, error) {
 	// once (closed loop) before the warmup proper.
 	if cfg.Rate == 0 {
 		target := int64(cfg.Workers * cfg.Servers * cfg.Outstanding)
-		for limit := c.Now() + poolWarmLimit; run.st.Done < target && c.Now() < limit; {
+		for limit := c.Now() + poolWarmLimit; run.st.Done < target && c.Now() < limit && !cfg.Watch.Stopped(); {
 			c.RunFor(20 * sim.Microsecond)
 		}
+	}
+	if cfg.Watch.Stopped() {
+		return stopped()
 	}
 	run.warmDone = c.Now()
 	run.from, run.to = c.Now()+cfg.Warmup, c.Now()+cfg.Warmup+cfg.Measure
 	run.st.SetInterval(run.from, run.to)
-	c.Run(run.from)
+	if c.Run(run.from); cfg.Watch.Stopped() {
+		return stopped()
+	}
 	snap := run.snapshot()
-	c.Run(run.to)
+	if c.Run(run.to); cfg.Watch.Stopped() {
+		return stopped()
+	}
 	res := run.result(snap)
 	// Keep the traffic going until every pull sent in the window has
 	// finished, so slow ones count in the latency histogram (no
 	// survivorship bias); bounded by drainLimit.
-	for limit := run.to + drainLimit; run.st.Unfinished() > 0 && c.Now() < limit; {
+	for limit := run.to + drainLimit; run.st.Unfinished() > 0 && c.Now() < limit && !cfg.Watch.Stopped(); {
 		c.RunFor(20 * sim.Microsecond)
+	}
+	if cfg.Watch.Stopped() {
+		return stopped()
 	}
 	res.Unfinished = run.st.Unfinished()
 	res.Report = c.Network().Report()

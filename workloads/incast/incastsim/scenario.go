@@ -52,6 +52,18 @@ func build(s *scenarios.Scenario) (experiment.Runner, error) {
 			}
 			Reduce(r, &cfg, res)
 			return res.Events, nil
+		},
+		SimulateWatched: func(r *report.Result, w *experiment.Watch) (uint64, error) {
+			c := cfg
+			c.Watch = w
+			res, err := Run(c)
+			if err != nil {
+				return 0, err
+			}
+			if !res.Stopped {
+				Reduce(r, &c, res)
+			}
+			return res.Events, nil
 		}}, nil
 }
 
