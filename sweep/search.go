@@ -201,7 +201,6 @@ func RunSearch(b *Base, s Search, axes []Axis, opt Options) (*report.Result, Sta
 		m.notes = append(m.notes, fmt.Sprintf("a probe stops as soon as %s is decided when %s is a counter that only grows and the workload kind can be watched: such probes say \"stopped at\" (virtual time) and their value is the counter then, not at the end of the run; --full-probes runs every probe to its end, with the same answer", s.Until, s.Until.Metric))
 	}
 
-
 	var mu sync.Mutex
 	outs := make([]outcome, len(pts))
 	prog := &progress{opt: &opt, total: len(pts), start: start}
