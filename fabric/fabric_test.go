@@ -376,8 +376,8 @@ func checkConservation(t *testing.T, n *Network) {
 	for _, sw := range n.Switches {
 		var q int64
 		for _, p := range sw.Ports {
-			for i := range p.q {
-				q += p.q[i].Bytes
+			for i := 0; i < NumPrio; i++ {
+				q += p.QueueBytes(i)
 			}
 		}
 		if b := sw.Buffer(); b.Used() != q {
