@@ -615,7 +615,7 @@ func TestPauseFramesAreNotRouted(t *testing.T) {
 	if p.PFCFramesRx != 2 || p.Prio[lossless].PauseRx != 1 || p.Prio[lossless].PausedTime != pfc.QuantaToTime(100, 25*units.Gbps) {
 		t.Fatalf("switch port: %+v", p)
 	}
-	if n.Switches[0].Ports[0].PauseRx().Stats.Ignored[lossy] != 1 || p.Prio[lossy].PauseRx != 0 {
+	if n.Switches[0].Ports[0].PauseRx().Stats().Ignored[lossy] != 1 || p.Prio[lossy].PauseRx != 0 {
 		t.Fatal("pause for a priority without PFC was honoured")
 	}
 }
@@ -681,12 +681,12 @@ func TestPauseRefreshHoldsLongPause(t *testing.T) {
 		t.Fatalf("paused %v of %v: a refresh came late", got, 10*sim.Millisecond-first)
 	}
 	refresh := pfc.QuantaToTime(pfc.MaxQuanta, 25*units.Gbps) / 2
-	if want := int64(10*sim.Millisecond/refresh) + 1; rx.Stats.Pauses[lossless] != want {
-		t.Fatalf("%d pause frames, want %d (one per %v)", rx.Stats.Pauses[lossless], want, refresh)
+	if want := int64(10*sim.Millisecond/refresh) + 1; rx.Stats().Pauses[lossless] != want {
+		t.Fatalf("%d pause frames, want %d (one per %v)", rx.Stats().Pauses[lossless], want, refresh)
 	}
 	n.Hosts[1].SetPause(lossless, false)
 	n.Run(11 * sim.Millisecond)
-	if rx.Paused(n.K.Now()) != 0 || rx.Stats.Resumes[lossless] != 1 {
+	if rx.Paused(n.K.Now()) != 0 || rx.Stats().Resumes[lossless] != 1 {
 		t.Fatal("XON did not resume")
 	}
 	if a := n.Hosts[1].PauseTx().AssertedTime(n.K.Now(), lossless); a != 10*sim.Millisecond {

@@ -132,14 +132,15 @@ func (n *Network) Report() *Report {
 		r.Flows = append(r.Flows, *f)
 	}
 	for _, h := range n.Hosts {
+		rxs, txs := h.rx.Stats(), h.tx.Stats()
 		hr := HostReport{ID: h.id, Name: n.NodeName(h.id), Counters: h.st,
-			PFCFramesTx: h.tx.Stats.Frames, PFCFramesRx: h.rx.Stats.Frames}
+			PFCFramesTx: txs.Frames, PFCFramesRx: rxs.Frames}
 		for i := 0; i < NumPrio; i++ {
-			hr.PauseRx[i] = h.rx.Stats.Pauses[i]
+			hr.PauseRx[i] = rxs.Pauses[i]
 			hr.PausedTime[i] = h.rx.PausedTime(now, i)
 			hr.LongestPause[i] = h.rx.LongestPause(now, i)
 			t.LongestHostPause = max(t.LongestHostPause, hr.LongestPause[i])
-			hr.PauseTx[i] = h.tx.Stats.Pauses[i]
+			hr.PauseTx[i] = txs.Pauses[i]
 			hr.PauseAssertTime[i] = h.tx.AssertedTime(now, i)
 			t.HostTxPackets += h.st.TxPackets[i]
 			t.HostTxBytes += h.st.TxBytes[i]
@@ -161,8 +162,9 @@ func (n *Network) Report() *Report {
 			SharedUsed: b.SharedUsed, HeadroomUsed: b.HeadroomUsed, MaxSharedUsed: b.MaxSharedUsed, MaxHeadroomUsed: b.MaxHeadroomUsed,
 			NoRouteDrops: sw.NoRoute, NoRouteDropBytes: sw.NoRouteBytes, Ports: make([]PortReport, 0, len(sw.Ports))}
 		for _, p := range sw.Ports {
+			rxs, txs := p.rx.Stats(), p.tx.Stats()
 			pr := PortReport{Index: p.Index, Peer: p.Peer, PeerName: n.NodeName(p.Peer), Rate: p.rate, Headroom: p.headroom,
-				PFCFramesTx: p.tx.Stats.Frames, PFCFramesRx: p.rx.Stats.Frames}
+				PFCFramesTx: txs.Frames, PFCFramesRx: rxs.Frames}
 			for i := 0; i < NumPrio; i++ {
 				// A priority that never carried a frame here reads as
 				// fresh state (zero counters, its thresholds).
@@ -174,10 +176,10 @@ func (n *Network) Report() *Report {
 				p.syncClass(c)
 				q := PrioReport{
 					PrioCounters: p.Counters(i), Queued: c.q.Bytes,
-					PauseRx: p.rx.Stats.Pauses[i], ResumeRx: p.rx.Stats.Resumes[i], PausedTime: p.rx.PausedTime(now, i),
+					PauseRx: rxs.Pauses[i], ResumeRx: rxs.Resumes[i], PausedTime: p.rx.PausedTime(now, i),
 					LongestPause: p.rx.LongestPause(now, i),
-					StormTrips:   p.rx.Stats.StormTrips[i], StormRestores: p.rx.Stats.StormRestores[i],
-					PauseTx: p.tx.Stats.Pauses[i], ResumeTx: p.tx.Stats.Resumes[i], XOFFEvents: p.tx.Stats.XOFF[i],
+					StormTrips:   rxs.StormTrips[i], StormRestores: rxs.StormRestores[i],
+					PauseTx: txs.Pauses[i], ResumeTx: txs.Resumes[i], XOFFEvents: txs.XOFF[i],
 					PauseAssertTime: p.tx.AssertedTime(now, i),
 					Ingress:         c.in.Stats, Depth: c.depth,
 				}

@@ -263,13 +263,13 @@ func TestTxRefresh(t *testing.T) {
 		t.Fatal("refresh not owed when due")
 	}
 	mask, _ = x.Build(300 + pause/2)
-	if mask != 1<<3|1<<5 || x.Stats.Pauses[3] != 3 || x.Stats.XOFF[3] != 1 {
-		t.Fatalf("refresh frame %b, stats %+v", mask, x.Stats)
+	if mask != 1<<3|1<<5 || x.Stats().Pauses[3] != 3 || x.Stats().XOFF[3] != 1 {
+		t.Fatalf("refresh frame %b, stats %+v", mask, x.Stats())
 	}
 	// Release 3: XON entry with quanta 0, 5 restated.
 	x.Deassert(1000, 3)
 	mask, q = x.Build(1000)
-	if mask != 1<<3|1<<5 || q[3] != 0 || q[5] != MaxQuanta || x.Stats.Resumes[3] != 1 {
+	if mask != 1<<3|1<<5 || q[3] != 0 || q[5] != MaxQuanta || x.Stats().Resumes[3] != 1 {
 		t.Fatalf("xon frame %b %v", mask, q)
 	}
 	if x.AssertedTime(2000, 3) != 900 || x.AssertedTime(2000, 5) != 1700 {
@@ -304,8 +304,8 @@ func TestRxQuantaExpiryAndResume(t *testing.T) {
 	q100 := QuantaToTime(100, 25*units.Gbps)   // 2.048 us
 	m, q := frame(1<<3|1<<0, 100)
 	r.OnFrame(1000, m, q)
-	if r.Paused(1000) != 1<<3 || r.Stats.Ignored[0] != 1 {
-		t.Fatalf("paused %b ignored %v", r.Paused(1000), r.Stats.Ignored)
+	if r.Paused(1000) != 1<<3 || r.Stats().Ignored[0] != 1 {
+		t.Fatalf("paused %b ignored %v", r.Paused(1000), r.Stats().Ignored)
 	}
 	if r.NextDeadline() != 1000+q100 {
 		t.Fatalf("deadline %v", r.NextDeadline())
@@ -322,8 +322,8 @@ func TestRxQuantaExpiryAndResume(t *testing.T) {
 	// Quanta 0 resumes immediately.
 	m, q = frame(1<<3, 0)
 	r.OnFrame(2000+q100, m, q)
-	if r.Paused(2000+q100) != 0 || r.Stats.Resumes[3] != 1 || r.Stats.Pauses[3] != 2 {
-		t.Fatalf("resume: %b %+v", r.Paused(2000+q100), r.Stats)
+	if r.Paused(2000+q100) != 0 || r.Stats().Resumes[3] != 1 || r.Stats().Pauses[3] != 2 {
+		t.Fatalf("resume: %b %+v", r.Paused(2000+q100), r.Stats())
 	}
 	if d := r.PausedTime(sim.Second, 3); d != 1000+q100 {
 		t.Fatalf("paused time %v want %v", d, 1000+q100)
@@ -405,8 +405,8 @@ func TestWatchdogTripsAndRestores(t *testing.T) {
 			t.Fatalf("restored %v want %v", restored, wantRest)
 		}
 	}
-	if r.Stats.StormTrips[3] != 3 || r.Stats.StormRestores[3] != 2 {
-		t.Fatalf("%+v", r.Stats)
+	if r.Stats().StormTrips[3] != 3 || r.Stats().StormRestores[3] != 2 {
+		t.Fatalf("%+v", r.Stats())
 	}
 	_ = pause
 }
@@ -424,8 +424,8 @@ func TestWatchdogIgnoresShortPauses(t *testing.T) {
 		r.OnFrame(base+60*sim.Microsecond, m, q)
 		r.Advance(base + 99*sim.Microsecond)
 	}
-	if r.Stats.StormTrips[3] != 0 {
-		t.Fatalf("tripped on normal PFC: %+v", r.Stats)
+	if r.Stats().StormTrips[3] != 0 {
+		t.Fatalf("tripped on normal PFC: %+v", r.Stats())
 	}
 	if d := r.PausedTime(sim.Second, 3); d != 600*sim.Microsecond {
 		t.Fatalf("paused %v", d)
