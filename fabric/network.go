@@ -76,7 +76,7 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 		sw.buf.Init(cfg.Switch.Buffer)
 		n.Switches = append(n.Switches, sw)
 	}
-	// Every switch port comes from one array (a port is about 4 KB; one
+	// Every switch port comes from one array (480 B a port; one
 	// allocation instead of one each, without rounding each up to its size
 	// class), and every switch's port list is sized once.
 	per := make([]int, g.switches)

@@ -31,7 +31,8 @@ type PrioCounters struct {
 	HeadroomDropBytes int64
 }
 
-// Port is a switch port: 8 egress queues with a strict-priority or DWRR
+// Port is a switch port: 8 egress queues (each allocated with its
+// priority's other state on first use) with a strict-priority or DWRR
 // scheduler, the PFC state of its ingress priority groups (pauses it sends),
 // and the pause state its peer imposes (pauses it receives, with the storm
 // watchdog). PFC frames jump the queues and are consumed here, never routed.
