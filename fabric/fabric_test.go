@@ -814,3 +814,43 @@ func TestMuxSharesAPort(t *testing.T) {
 		t.Errorf("%d frames went to the wrong model", a1.bad+b1.bad)
 	}
 }
+
+// A priority a port never carries costs the port no state, and the report
+// reads it as a fresh priority group: zero counters and the thresholds the
+// switch applies now, the same as those of the lossless priority in use.
+func TestUnusedPriorityHasNoState(t *testing.T) {
+	const idle = 5
+	n := build(t, func(c *Config) {
+		c.Topology = Topology{Kind: Star, Hosts: 9}
+		c.Switch.PFC.Lossless[idle] = true
+		c.Sampling.Interval = 10 * sim.Microsecond
+	})
+	for i := 0; i < 8; i++ {
+		addFlow(t, n, Flow{Src: NodeID(i), Dst: 8, Prio: lossless})
+	}
+	n.Run(2 * sim.Millisecond)
+	r := n.Report()
+	if r.Totals.PFCFramesTx == 0 {
+		t.Fatal("PFC never fired: the incast does not exercise the lossless class")
+	}
+	sw := n.Switches[0]
+	for pi, p := range sw.Ports {
+		for i, c := range p.cls {
+			if used := i == lossless; (c != nil) != used {
+				t.Errorf("port %d priority %d: state allocated %v, carried traffic %v", pi, i, c != nil, used)
+			}
+		}
+		used, q := r.Switches[0].Ports[pi].Prio[lossless], r.Switches[0].Ports[pi].Prio[idle]
+		if q.XOFF <= 0 || q.XOFF != used.XOFF || q.XON != used.XON {
+			t.Errorf("port %d: idle lossless priority XOFF/XON %d/%d, priority in use %d/%d", pi, q.XOFF, q.XON, used.XOFF, used.XON)
+		}
+		if q.PrioCounters != (PrioCounters{}) || q.Ingress != (pfc.IngressStats{}) || q.Depth != nil || q.PauseTx != 0 || q.PauseRx != 0 {
+			t.Errorf("port %d: idle priority reports activity: %+v", pi, q)
+		}
+	}
+	for _, p := range r.Switches[0].Ports {
+		if got := p.Prio[lossless]; p.Peer == 8 && (got.TxPackets == 0 || got.Depth == nil) {
+			t.Fatalf("bottleneck port: %d frames sent, depth series %v", got.TxPackets, got.Depth != nil)
+		}
+	}
+}

@@ -510,3 +510,36 @@ func TestTraceHooks(t *testing.T) {
 		t.Fatalf("rx trace %v %v", rt.t, rt.v)
 	}
 }
+
+// Rx and Tx hold no per-priority state until the port first receives a
+// PFC frame or pauses its peer, and read as idle until then; the first
+// frame or assertion allocates it and is counted in it.
+func TestPauseStateOnFirstUse(t *testing.T) {
+	var r Rx
+	r.Init(25*units.Gbps, 1<<3, DefaultWatchdog())
+	var x Tx
+	x.Init(25*units.Gbps, 0, 0)
+	if r.s != nil || x.s != nil {
+		t.Fatal("fresh pause state allocated its per-priority part")
+	}
+	if tr, rs := r.Advance(sim.Second); tr|rs != 0 || r.NextDeadline() != sim.Never || r.Paused(0) != 0 ||
+		r.PausedTime(sim.Second, 3) != 0 || r.LongestPause(sim.Second, 3) != 0 || r.Stats() != (RxStats{}) {
+		t.Fatal("a port without PFC frames reads as paused or counted")
+	}
+	if x.AssertedTime(sim.Second, 3) != 0 || x.Stats() != (TxStats{}) || x.Pending() || r.s != nil {
+		t.Fatal("a port that never paused reads as pausing")
+	}
+	r.OnFrame(10, 1<<3, &[NumPrio]uint16{3: 100})
+	if r.s == nil || r.Stats().Frames != 1 || r.Stats().Pauses[3] != 1 || r.Paused(10) != 1<<3 {
+		t.Fatalf("first frame: %+v paused %b", r.Stats(), r.Paused(10))
+	}
+	if !x.Assert(10, 3) || x.s == nil || x.Stats().XOFF[3] != 1 || !x.Deassert(30, 3) || x.AssertedTime(40, 3) != 20 {
+		t.Fatalf("first assertion: %+v asserted %v", x.Stats(), x.AssertedTime(40, 3))
+	}
+	var y Tx // injection alone allocates too
+	y.Init(25*units.Gbps, 0, 0)
+	y.Inject(1<<2, 7)
+	if m, q := y.Build(0); m != 1<<2 || q[2] != 7 || y.Stats().Frames != 1 || y.Stats().Pauses[2] != 1 {
+		t.Fatalf("injected frame: mask %b quanta %v stats %+v", m, q, y.Stats())
+	}
+}
