@@ -117,7 +117,7 @@ func TestDepthSeriesMatchPerTickSampling(t *testing.T) {
 		for _, sw := range n.Switches {
 			for _, p := range sw.Ports {
 				for i := 0; i < NumPrio; i++ {
-					if p.st[i].MaxQueue == 0 {
+					if p.Counters(i).MaxQueue == 0 {
 						continue
 					}
 					r := ref[p]
@@ -128,7 +128,7 @@ func TestDepthSeriesMatchPerTickSampling(t *testing.T) {
 					if r[i] == nil {
 						r[i] = newPFCSeries(capPoints)
 					}
-					r[i].Sample(n.K.Now(), p.q[i].Bytes)
+					r[i].Sample(n.K.Now(), p.QueueBytes(i))
 				}
 			}
 		}
@@ -176,7 +176,7 @@ func TestDepthSyncAllocs(t *testing.T) {
 			p = q
 		}
 	}
-	if p.depth[lossless] == nil {
+	if c := p.cls[lossless]; c == nil || c.depth == nil {
 		t.Fatal("the bottleneck queue has no series")
 	}
 	allocs := testing.AllocsPerRun(1000, func() {

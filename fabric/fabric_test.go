@@ -376,8 +376,8 @@ func checkConservation(t *testing.T, n *Network) {
 	for _, sw := range n.Switches {
 		var q int64
 		for _, p := range sw.Ports {
-			for i := range p.q {
-				q += p.q[i].Bytes
+			for i := 0; i < NumPrio; i++ {
+				q += p.QueueBytes(i)
 			}
 		}
 		if b := sw.Buffer(); b.Used() != q {
@@ -615,7 +615,7 @@ func TestPauseFramesAreNotRouted(t *testing.T) {
 	if p.PFCFramesRx != 2 || p.Prio[lossless].PauseRx != 1 || p.Prio[lossless].PausedTime != pfc.QuantaToTime(100, 25*units.Gbps) {
 		t.Fatalf("switch port: %+v", p)
 	}
-	if n.Switches[0].Ports[0].PauseRx().Stats.Ignored[lossy] != 1 || p.Prio[lossy].PauseRx != 0 {
+	if n.Switches[0].Ports[0].PauseRx().Stats().Ignored[lossy] != 1 || p.Prio[lossy].PauseRx != 0 {
 		t.Fatal("pause for a priority without PFC was honoured")
 	}
 }
@@ -681,12 +681,12 @@ func TestPauseRefreshHoldsLongPause(t *testing.T) {
 		t.Fatalf("paused %v of %v: a refresh came late", got, 10*sim.Millisecond-first)
 	}
 	refresh := pfc.QuantaToTime(pfc.MaxQuanta, 25*units.Gbps) / 2
-	if want := int64(10*sim.Millisecond/refresh) + 1; rx.Stats.Pauses[lossless] != want {
-		t.Fatalf("%d pause frames, want %d (one per %v)", rx.Stats.Pauses[lossless], want, refresh)
+	if want := int64(10*sim.Millisecond/refresh) + 1; rx.Stats().Pauses[lossless] != want {
+		t.Fatalf("%d pause frames, want %d (one per %v)", rx.Stats().Pauses[lossless], want, refresh)
 	}
 	n.Hosts[1].SetPause(lossless, false)
 	n.Run(11 * sim.Millisecond)
-	if rx.Paused(n.K.Now()) != 0 || rx.Stats.Resumes[lossless] != 1 {
+	if rx.Paused(n.K.Now()) != 0 || rx.Stats().Resumes[lossless] != 1 {
 		t.Fatal("XON did not resume")
 	}
 	if a := n.Hosts[1].PauseTx().AssertedTime(n.K.Now(), lossless); a != 10*sim.Millisecond {
@@ -812,5 +812,45 @@ func TestMuxSharesAPort(t *testing.T) {
 	}
 	if a1.bad+b1.bad > 0 {
 		t.Errorf("%d frames went to the wrong model", a1.bad+b1.bad)
+	}
+}
+
+// A priority a port never carries costs the port no state, and the report
+// reads it as a fresh priority group: zero counters and the thresholds the
+// switch applies now, the same as those of the lossless priority in use.
+func TestUnusedPriorityHasNoState(t *testing.T) {
+	const idle = 5
+	n := build(t, func(c *Config) {
+		c.Topology = Topology{Kind: Star, Hosts: 9}
+		c.Switch.PFC.Lossless[idle] = true
+		c.Sampling.Interval = 10 * sim.Microsecond
+	})
+	for i := 0; i < 8; i++ {
+		addFlow(t, n, Flow{Src: NodeID(i), Dst: 8, Prio: lossless})
+	}
+	n.Run(2 * sim.Millisecond)
+	r := n.Report()
+	if r.Totals.PFCFramesTx == 0 {
+		t.Fatal("PFC never fired: the incast does not exercise the lossless class")
+	}
+	sw := n.Switches[0]
+	for pi, p := range sw.Ports {
+		for i, c := range p.cls {
+			if used := i == lossless; (c != nil) != used {
+				t.Errorf("port %d priority %d: state allocated %v, carried traffic %v", pi, i, c != nil, used)
+			}
+		}
+		used, q := r.Switches[0].Ports[pi].Prio[lossless], r.Switches[0].Ports[pi].Prio[idle]
+		if q.XOFF <= 0 || q.XOFF != used.XOFF || q.XON != used.XON {
+			t.Errorf("port %d: idle lossless priority XOFF/XON %d/%d, priority in use %d/%d", pi, q.XOFF, q.XON, used.XOFF, used.XON)
+		}
+		if q.PrioCounters != (PrioCounters{}) || q.Ingress != (pfc.IngressStats{}) || q.Depth != nil || q.PauseTx != 0 || q.PauseRx != 0 {
+			t.Errorf("port %d: idle priority reports activity: %+v", pi, q)
+		}
+	}
+	for _, p := range r.Switches[0].Ports {
+		if got := p.Prio[lossless]; p.Peer == 8 && (got.TxPackets == 0 || got.Depth == nil) {
+			t.Fatalf("bottleneck port: %d frames sent, depth series %v", got.TxPackets, got.Depth != nil)
+		}
 	}
 }

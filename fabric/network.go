@@ -29,8 +29,11 @@ type Network struct {
 	raw     []*RawHost
 	flows   []*FlowStats
 	sampler sampler
-	// portSlab holds the switch ports not yet handed out by newPort.
-	portSlab []Port
+	// portSlab holds the switch ports not yet handed out by newPort, and
+	// classSlab the per-priority port state not yet handed out by
+	// Port.newClass.
+	portSlab  []Port
+	classSlab []class
 }
 
 // New builds the topology cfg describes on kernel k, computes routes and
@@ -73,7 +76,7 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 		sw.buf.Init(cfg.Switch.Buffer)
 		n.Switches = append(n.Switches, sw)
 	}
-	// Every switch port comes from one array (a port is about 4 KB; one
+	// Every switch port comes from one array (480 B a port; one
 	// allocation instead of one each, without rounding each up to its size
 	// class), and every switch's port list is sized once.
 	per := make([]int, g.switches)
@@ -122,8 +125,10 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 		for _, sw := range n.Switches {
 			for _, p := range sw.Ports {
 				p.smp = &n.sampler
-				for i := range p.seen {
-					p.seen[i] = untracked
+				for _, c := range p.cls {
+					if c != nil {
+						c.seen = untracked
+					}
 				}
 			}
 		}
@@ -178,16 +183,15 @@ func (n *Network) initPort(sw *Switch, p *Port) error {
 	if p.headroom == 0 {
 		p.headroom = pfc.Headroom(p.rate, p.out.Delay, units.Size(n.cfg.MaxFrame()+WireGap), pc.Response)
 	}
+	// The ingress groups themselves are set up on first use (Port.class),
+	// with n.thresholds; their headroom is reserved here.
 	for i := 0; i < NumPrio; i++ {
-		th := pfc.Thresholds{Lossless: pc.Lossless[i]}
-		if th.Lossless {
-			th.Alpha, th.XONOffset, th.XOFF, th.XON, th.Headroom = pc.Alpha, pc.XONOffset, pc.XOFF, pc.XON, p.headroom
+		if pc.Lossless[i] {
 			if err := sw.buf.Reserve(p.headroom); err != nil {
 				return fmt.Errorf("fabric: switch %s: buffer %d B cannot hold the headroom of %d lossless port-priorities of %d B each: %w (raise switch.buffer or lower switch.pfc.headroom)",
 					sw.Name, c.Buffer, len(sw.Ports)*countBits(pc.LosslessMask()), p.headroom, err)
 			}
 		}
-		p.in[i].Init(th, &sw.buf)
 	}
 	p.dwrr = c.Scheduler == DWRR
 	p.tx.Init(p.rate, pc.Quanta, pc.Refresh)
@@ -195,6 +199,17 @@ func (n *Network) initPort(sw *Switch, p *Port) error {
 	p.rxTimer.Init(n.K, p, tagRx)
 	p.refreshTimer.Init(n.K, p, tagRefresh)
 	return nil
+}
+
+// thresholds is the configuration of priority group prio at a port with
+// headroom h.
+func (n *Network) thresholds(prio int, h units.Size) pfc.Thresholds {
+	pc := &n.cfg.Switch.PFC
+	th := pfc.Thresholds{Lossless: pc.Lossless[prio]}
+	if th.Lossless {
+		th.Alpha, th.XONOffset, th.XOFF, th.XON, th.Headroom = pc.Alpha, pc.XONOffset, pc.XOFF, pc.XON, h
+	}
+	return th
 }
 
 func countBits(m uint8) int {

@@ -31,7 +31,8 @@ type PrioCounters struct {
 	HeadroomDropBytes int64
 }
 
-// Port is a switch port: 8 egress queues with a strict-priority or DWRR
+// Port is a switch port: 8 egress queues (each allocated with its
+// priority's other state on first use) with a strict-priority or DWRR
 // scheduler, the PFC state of its ingress priority groups (pauses it sends),
 // and the pause state its peer imposes (pauses it receives, with the storm
 // watchdog). PFC frames jump the queues and are consumed here, never routed.
@@ -47,7 +48,6 @@ type Port struct {
 	rate     units.Rate
 	headroom units.Size
 
-	q        [NumPrio]Queue
 	qmask    uint8 // non-empty queues
 	busy     bool
 	lastSize int32    // size of the last frame sent, and
@@ -55,28 +55,63 @@ type Port struct {
 
 	tx           pfc.Tx
 	rx           pfc.Rx
-	in           [NumPrio]pfc.Ingress
 	rxTimer      sim.Timer
 	refreshTimer sim.Timer
 	wdDrop       uint8 // queues the watchdog is draining
 
 	dwrr    bool
-	deficit [NumPrio]int64
 	rr      int
 	granted bool
 
-	// The counters of each priority (Counters assembles PrioCounters):
-	// those every frame moves, and the drop counters, allocated on the
-	// port's first drop (most ports never drop: 384 bytes less a port).
-	st    [NumPrio]txCounters
+	// The state of each priority that has carried a frame through the port
+	// (its egress queue, its ingress priority group, its counters and depth
+	// series), allocated on first use: a scenario uses 1-3 of the 8
+	// priorities, and a priority never used reads as zero (class nil).
+	cls [NumPrio]*class
+	// The drop counters of each priority, allocated on the port's first
+	// drop (most ports never drop).
 	drops *[NumPrio]dropCounters
-	depth [NumPrio]*pfc.Compact
 	// Queue-depth sampling (smp nil when off): the depth series of queue i
-	// holds every sampler tick up to seen[i]; later ticks saw the depth the
-	// queue has now, and are written when it next changes (or at Report).
-	// A queue not yet tracked (never held a frame) has seen == untracked.
-	smp  *sampler
-	seen [NumPrio]int64
+	// holds every sampler tick up to cls[i].seen; later ticks saw the depth
+	// the queue has now, and are written when it next changes (or at
+	// Report). A queue not yet tracked (never held a frame) has seen ==
+	// untracked.
+	smp *sampler
+}
+
+// class is one priority's state at a port.
+type class struct {
+	q       Queue       // egress queue
+	in      pfc.Ingress // ingress priority group
+	st      txCounters
+	deficit int64 // DWRR
+	depth   *pfc.Compact
+	seen    int64 // sampler ticks written to depth
+}
+
+// class is priority prio's state, allocated on first use.
+func (p *Port) class(prio int) *class {
+	if c := p.cls[prio]; c != nil {
+		return c
+	}
+	return p.newClass(prio)
+}
+
+// newClass allocates priority prio's state from the network's slab, its
+// ingress group bound to the switch buffer with the priority's thresholds.
+func (p *Port) newClass(prio int) *class {
+	n := p.sw.net
+	if len(n.classSlab) == 0 {
+		n.classSlab = make([]class, 64)
+	}
+	c := &n.classSlab[0]
+	n.classSlab = n.classSlab[1:]
+	c.in.Init(n.thresholds(prio, p.headroom), &p.sw.buf)
+	if p.smp != nil {
+		c.seen = untracked
+	}
+	p.cls[prio] = c
+	return c
 }
 
 // txCounters are the PrioCounters every frame moves.
@@ -107,20 +142,28 @@ const untracked = int64(^uint64(0) >> 1)
 // syncDepth brings queue prio's depth series up to the sampler's last tick;
 // callers run it before changing the queue's bytes. O(1) unless ticks
 // passed since the last change, then O(points kept).
+// A priority without state is untracked.
 func (p *Port) syncDepth(prio int) {
-	if s := p.smp; s != nil && p.seen[prio] < s.ticks {
-		p.fillDepth(prio)
+	if c := p.cls[prio]; c != nil {
+		p.syncClass(c)
 	}
 }
 
-func (p *Port) fillDepth(prio int) {
-	s := p.smp
-	seen := p.seen[prio]
-	if p.depth[prio] == nil {
-		p.depth[prio] = pfc.NewCompact(s.cap, s.first+sim.Time(seen)*s.interval, s.interval)
+// syncClass is syncDepth for a priority's state c.
+func (p *Port) syncClass(c *class) {
+	if s := p.smp; s != nil && c.seen < s.ticks {
+		p.fillDepth(c)
 	}
-	p.depth[prio].AddN(s.ticks-seen, p.q[prio].Bytes)
-	p.seen[prio] = s.ticks
+}
+
+func (p *Port) fillDepth(c *class) {
+	s := p.smp
+	seen := c.seen
+	if c.depth == nil {
+		c.depth = pfc.NewCompact(s.cap, s.first+sim.Time(seen)*s.interval, s.interval)
+	}
+	c.depth.AddN(s.ticks-seen, c.q.Bytes)
+	c.seen = s.ticks
 }
 
 var _ sim.Handler = (*Port)(nil)
@@ -135,15 +178,23 @@ func (p *Port) Rate() units.Rate { return p.rate }
 func (p *Port) Headroom() units.Size { return p.headroom }
 
 // QueueBytes is the bytes queued for egress at priority prio.
-func (p *Port) QueueBytes(prio int) int64 { return p.q[prio].Bytes }
+func (p *Port) QueueBytes(prio int) int64 {
+	if c := p.cls[prio]; c != nil {
+		return c.q.Bytes
+	}
+	return 0
+}
 
 // Ingress is the PFC accounting of this port's priority group prio.
-func (p *Port) Ingress(prio int) *pfc.Ingress { return &p.in[prio] }
+func (p *Port) Ingress(prio int) *pfc.Ingress { return &p.class(prio).in }
 
 // Counters is the port's per-priority counters.
 func (p *Port) Counters(prio int) PrioCounters {
-	t := &p.st[prio]
-	c := PrioCounters{TxPackets: t.TxPackets, TxBytes: t.TxBytes, ECNMarks: t.ECNMarks, MaxQueue: t.MaxQueue}
+	var c PrioCounters
+	if cl := p.cls[prio]; cl != nil {
+		t := &cl.st
+		c = PrioCounters{TxPackets: t.TxPackets, TxBytes: t.TxBytes, ECNMarks: t.ECNMarks, MaxQueue: t.MaxQueue}
+	}
 	if p.drops != nil {
 		d := &p.drops[prio]
 		c.Drops, c.DropBytes = d.Drops, d.DropBytes
@@ -224,19 +275,20 @@ func (p *Port) releasePause(now sim.Time, prio int) {
 }
 
 // enqueue appends an admitted frame to egress queue prio.
-func (p *Port) enqueue(now sim.Time, prio int, pkt *Packet) {
-	q := &p.q[prio]
+// c is the priority's state (p.class(prio)).
+func (p *Port) enqueue(now sim.Time, prio int, c *class, pkt *Packet) {
+	q := &c.q
 	if p.smp != nil {
-		if p.st[prio].MaxQueue == 0 {
-			p.seen[prio] = p.smp.ticks // sampled from the next tick on
+		if c.st.MaxQueue == 0 {
+			c.seen = p.smp.ticks // sampled from the next tick on
 		} else {
-			p.syncDepth(prio)
+			p.syncClass(c)
 		}
 	}
 	q.Push(pkt)
 	p.qmask |= 1 << prio
-	if q.Bytes > p.st[prio].MaxQueue {
-		p.st[prio].MaxQueue = q.Bytes
+	if q.Bytes > c.st.MaxQueue {
+		c.st.MaxQueue = q.Bytes
 	}
 	if !p.busy {
 		p.kick(now)
@@ -298,14 +350,15 @@ func (p *Port) dequeue(now sim.Time) *Packet {
 	} else {
 		i = 7 - bits.LeadingZeros8(elig)
 	}
-	q := &p.q[i]
-	p.syncDepth(i)
+	c := p.cls[i] // non-empty, so allocated
+	q := &c.q
+	p.syncClass(c)
 	pkt := q.Pop()
 	if q.Len == 0 {
 		p.qmask &^= 1 << i
-		p.deficit[i] = 0
+		c.deficit = 0
 	}
-	st := &p.st[i]
+	st := &c.st
 	st.TxPackets++
 	st.TxBytes += int64(pkt.Size)
 	p.sw.release(now, pkt)
@@ -329,13 +382,14 @@ func (p *Port) drr(elig uint8) int {
 			p.granted = false
 		}
 		i := p.rr
+		c := p.cls[i] // eligible queues are non-empty, so allocated
 		if !p.granted {
-			p.deficit[i] += p.sw.quantum[i]
+			c.deficit += p.sw.quantum[i]
 			p.granted = true
 		}
-		if size := int64(p.q[i].Peek().Size); size <= p.deficit[i] {
-			p.deficit[i] -= size
-			if p.q[i].Len == 1 { // about to empty: move on
+		if size := int64(c.q.Peek().Size); size <= c.deficit {
+			c.deficit -= size
+			if c.q.Len == 1 { // about to empty: move on
 				p.rr = (p.rr + 1) & (NumPrio - 1)
 				p.granted = false
 			}
@@ -348,9 +402,13 @@ func (p *Port) drr(elig uint8) int {
 
 // flush drops everything queued at prio (watchdog drop action).
 func (p *Port) flush(now sim.Time, prio int) {
-	q := &p.q[prio]
 	st := p.dropped(prio)
-	p.syncDepth(prio)
+	c := p.cls[prio]
+	if c == nil { // never held a frame
+		return
+	}
+	q := &c.q
+	p.syncClass(c)
 	for pkt := q.Pop(); pkt != nil; pkt = q.Pop() {
 		st.WatchdogDrops++
 		st.WatchdogDropBytes += int64(pkt.Size)
@@ -358,5 +416,5 @@ func (p *Port) flush(now sim.Time, prio int) {
 		p.pool.Put(pkt)
 	}
 	p.qmask &^= 1 << prio
-	p.deficit[prio] = 0
+	c.deficit = 0
 }

@@ -132,14 +132,15 @@ func (n *Network) Report() *Report {
 		r.Flows = append(r.Flows, *f)
 	}
 	for _, h := range n.Hosts {
+		rxs, txs := h.rx.Stats(), h.tx.Stats()
 		hr := HostReport{ID: h.id, Name: n.NodeName(h.id), Counters: h.st,
-			PFCFramesTx: h.tx.Stats.Frames, PFCFramesRx: h.rx.Stats.Frames}
+			PFCFramesTx: txs.Frames, PFCFramesRx: rxs.Frames}
 		for i := 0; i < NumPrio; i++ {
-			hr.PauseRx[i] = h.rx.Stats.Pauses[i]
+			hr.PauseRx[i] = rxs.Pauses[i]
 			hr.PausedTime[i] = h.rx.PausedTime(now, i)
 			hr.LongestPause[i] = h.rx.LongestPause(now, i)
 			t.LongestHostPause = max(t.LongestHostPause, hr.LongestPause[i])
-			hr.PauseTx[i] = h.tx.Stats.Pauses[i]
+			hr.PauseTx[i] = txs.Pauses[i]
 			hr.PauseAssertTime[i] = h.tx.AssertedTime(now, i)
 			t.HostTxPackets += h.st.TxPackets[i]
 			t.HostTxBytes += h.st.TxBytes[i]
@@ -161,21 +162,29 @@ func (n *Network) Report() *Report {
 			SharedUsed: b.SharedUsed, HeadroomUsed: b.HeadroomUsed, MaxSharedUsed: b.MaxSharedUsed, MaxHeadroomUsed: b.MaxHeadroomUsed,
 			NoRouteDrops: sw.NoRoute, NoRouteDropBytes: sw.NoRouteBytes, Ports: make([]PortReport, 0, len(sw.Ports))}
 		for _, p := range sw.Ports {
+			rxs, txs := p.rx.Stats(), p.tx.Stats()
 			pr := PortReport{Index: p.Index, Peer: p.Peer, PeerName: n.NodeName(p.Peer), Rate: p.rate, Headroom: p.headroom,
-				PFCFramesTx: p.tx.Stats.Frames, PFCFramesRx: p.rx.Stats.Frames}
+				PFCFramesTx: txs.Frames, PFCFramesRx: rxs.Frames}
 			for i := 0; i < NumPrio; i++ {
-				p.syncDepth(i)
-				q := PrioReport{
-					PrioCounters: p.Counters(i), Queued: p.q[i].Bytes,
-					PauseRx: p.rx.Stats.Pauses[i], ResumeRx: p.rx.Stats.Resumes[i], PausedTime: p.rx.PausedTime(now, i),
-					LongestPause: p.rx.LongestPause(now, i),
-					StormTrips:   p.rx.Stats.StormTrips[i], StormRestores: p.rx.Stats.StormRestores[i],
-					PauseTx: p.tx.Stats.Pauses[i], ResumeTx: p.tx.Stats.Resumes[i], XOFFEvents: p.tx.Stats.XOFF[i],
-					PauseAssertTime: p.tx.AssertedTime(now, i),
-					Ingress:         p.in[i].Stats, Depth: p.depth[i],
+				// A priority that never carried a frame here reads as
+				// fresh state (zero counters, its thresholds).
+				c := p.cls[i]
+				if c == nil {
+					c = &class{seen: untracked}
+					c.in.Init(n.thresholds(i, p.headroom), &sw.buf)
 				}
-				if p.in[i].Thresholds().Lossless {
-					q.XOFF, q.XON = p.in[i].XOFF(), p.in[i].XON()
+				p.syncClass(c)
+				q := PrioReport{
+					PrioCounters: p.Counters(i), Queued: c.q.Bytes,
+					PauseRx: rxs.Pauses[i], ResumeRx: rxs.Resumes[i], PausedTime: p.rx.PausedTime(now, i),
+					LongestPause: p.rx.LongestPause(now, i),
+					StormTrips:   rxs.StormTrips[i], StormRestores: rxs.StormRestores[i],
+					PauseTx: txs.Pauses[i], ResumeTx: txs.Resumes[i], XOFFEvents: txs.XOFF[i],
+					PauseAssertTime: p.tx.AssertedTime(now, i),
+					Ingress:         c.in.Stats, Depth: c.depth,
+				}
+				if c.in.Thresholds().Lossless {
+					q.XOFF, q.XON = c.in.XOFF(), c.in.XON()
 				}
 				pr.Prio[i] = q
 				sr.Drops += q.Drops
@@ -194,8 +203,8 @@ func (n *Network) Report() *Report {
 				t.XOFFEvents += q.XOFFEvents
 				t.StormTrips += q.StormTrips
 				t.LongestPortPause = max(t.LongestPortPause, q.LongestPause)
-				t.QueuedPackets += int64(p.q[i].Len)
-				t.QueuedBytes += p.q[i].Bytes
+				t.QueuedPackets += int64(c.q.Len)
+				t.QueuedBytes += c.q.Bytes
 				if q.HeadroomDrops > 0 {
 					r.Warnings = append(r.Warnings, fmt.Sprintf(
 						"HEADROOM OVERFLOW: %s port %d (from %s) priority %d dropped %d lossless frames (%d B): headroom %d B is too small for this link (max headroom used %d B); lossless classes must never drop",
@@ -306,7 +315,13 @@ func (n *Network) WriteExplain(w io.Writer) error {
 			}
 			b.WriteString("\n")
 			for i := 0; i < NumPrio; i++ {
-				if g := &p.in[i]; g.Thresholds().Lossless {
+				g := &pfc.Ingress{}
+				if c := p.cls[i]; c != nil {
+					g = &c.in
+				} else {
+					g.Init(n.thresholds(i, p.headroom), &sw.buf)
+				}
+				if g.Thresholds().Lossless {
 					fmt.Fprintf(&b, "    prio %d: XOFF %d B, XON %d B now", i, g.XOFF(), g.XON())
 					if pc.Alpha > 0 {
 						fmt.Fprintf(&b, " (dynamic: %.4g x free shared; one PG alone pauses at %d B)", pc.Alpha,

@@ -78,7 +78,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 		sw.pool.Put(pkt)
 		return
 	}
-	g := &in.in[prio]
+	g, oc := &in.class(prio).in, o.class(prio)
 	if sw.lossless&(1<<prio) != 0 {
 		switch g.Admit(now, n) {
 		case pfc.Drop:
@@ -91,7 +91,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 			in.assertPause(now, prio)
 		}
 	} else {
-		if float64(o.q[prio].Bytes+n) > sw.alpha*float64(sw.buf.Free()) || g.Admit(now, n) == pfc.Drop {
+		if float64(oc.q.Bytes+n) > sw.alpha*float64(sw.buf.Free()) || g.Admit(now, n) == pfc.Drop {
 			st := o.dropped(prio)
 			st.Drops++
 			st.DropBytes += n
@@ -99,12 +99,12 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 			return
 		}
 	}
-	if e := &sw.ecn[prio]; e.Enabled && pkt.IsECT() && sw.mark(e, o.q[prio].Bytes) {
+	if e := &sw.ecn[prio]; e.Enabled && pkt.IsECT() && sw.mark(e, oc.q.Bytes) {
 		pkt.ECN = CE
-		o.st[prio].ECNMarks++
+		oc.st.ECNMarks++
 	}
 	pkt.inPort = int32(in.Index)
-	o.enqueue(now, prio, pkt)
+	o.enqueue(now, prio, oc, pkt)
 }
 
 // mark draws the RED decision for queue length q.
@@ -124,7 +124,7 @@ func (sw *Switch) mark(e *ECN, q int64) bool {
 func (sw *Switch) release(now sim.Time, pkt *Packet) {
 	in := sw.Ports[pkt.inPort]
 	prio := int(pkt.Prio)
-	if in.in[prio].Release(now, int64(pkt.Size)) == pfc.Resume {
+	if in.cls[prio].in.Release(now, int64(pkt.Size)) == pfc.Resume {
 		in.releasePause(now, prio)
 	}
 }

@@ -263,13 +263,13 @@ func TestTxRefresh(t *testing.T) {
 		t.Fatal("refresh not owed when due")
 	}
 	mask, _ = x.Build(300 + pause/2)
-	if mask != 1<<3|1<<5 || x.Stats.Pauses[3] != 3 || x.Stats.XOFF[3] != 1 {
-		t.Fatalf("refresh frame %b, stats %+v", mask, x.Stats)
+	if mask != 1<<3|1<<5 || x.Stats().Pauses[3] != 3 || x.Stats().XOFF[3] != 1 {
+		t.Fatalf("refresh frame %b, stats %+v", mask, x.Stats())
 	}
 	// Release 3: XON entry with quanta 0, 5 restated.
 	x.Deassert(1000, 3)
 	mask, q = x.Build(1000)
-	if mask != 1<<3|1<<5 || q[3] != 0 || q[5] != MaxQuanta || x.Stats.Resumes[3] != 1 {
+	if mask != 1<<3|1<<5 || q[3] != 0 || q[5] != MaxQuanta || x.Stats().Resumes[3] != 1 {
 		t.Fatalf("xon frame %b %v", mask, q)
 	}
 	if x.AssertedTime(2000, 3) != 900 || x.AssertedTime(2000, 5) != 1700 {
@@ -304,8 +304,8 @@ func TestRxQuantaExpiryAndResume(t *testing.T) {
 	q100 := QuantaToTime(100, 25*units.Gbps)   // 2.048 us
 	m, q := frame(1<<3|1<<0, 100)
 	r.OnFrame(1000, m, q)
-	if r.Paused(1000) != 1<<3 || r.Stats.Ignored[0] != 1 {
-		t.Fatalf("paused %b ignored %v", r.Paused(1000), r.Stats.Ignored)
+	if r.Paused(1000) != 1<<3 || r.Stats().Ignored[0] != 1 {
+		t.Fatalf("paused %b ignored %v", r.Paused(1000), r.Stats().Ignored)
 	}
 	if r.NextDeadline() != 1000+q100 {
 		t.Fatalf("deadline %v", r.NextDeadline())
@@ -322,8 +322,8 @@ func TestRxQuantaExpiryAndResume(t *testing.T) {
 	// Quanta 0 resumes immediately.
 	m, q = frame(1<<3, 0)
 	r.OnFrame(2000+q100, m, q)
-	if r.Paused(2000+q100) != 0 || r.Stats.Resumes[3] != 1 || r.Stats.Pauses[3] != 2 {
-		t.Fatalf("resume: %b %+v", r.Paused(2000+q100), r.Stats)
+	if r.Paused(2000+q100) != 0 || r.Stats().Resumes[3] != 1 || r.Stats().Pauses[3] != 2 {
+		t.Fatalf("resume: %b %+v", r.Paused(2000+q100), r.Stats())
 	}
 	if d := r.PausedTime(sim.Second, 3); d != 1000+q100 {
 		t.Fatalf("paused time %v want %v", d, 1000+q100)
@@ -405,8 +405,8 @@ func TestWatchdogTripsAndRestores(t *testing.T) {
 			t.Fatalf("restored %v want %v", restored, wantRest)
 		}
 	}
-	if r.Stats.StormTrips[3] != 3 || r.Stats.StormRestores[3] != 2 {
-		t.Fatalf("%+v", r.Stats)
+	if r.Stats().StormTrips[3] != 3 || r.Stats().StormRestores[3] != 2 {
+		t.Fatalf("%+v", r.Stats())
 	}
 	_ = pause
 }
@@ -424,8 +424,8 @@ func TestWatchdogIgnoresShortPauses(t *testing.T) {
 		r.OnFrame(base+60*sim.Microsecond, m, q)
 		r.Advance(base + 99*sim.Microsecond)
 	}
-	if r.Stats.StormTrips[3] != 0 {
-		t.Fatalf("tripped on normal PFC: %+v", r.Stats)
+	if r.Stats().StormTrips[3] != 0 {
+		t.Fatalf("tripped on normal PFC: %+v", r.Stats())
 	}
 	if d := r.PausedTime(sim.Second, 3); d != 600*sim.Microsecond {
 		t.Fatalf("paused %v", d)
@@ -508,5 +508,38 @@ func TestTraceHooks(t *testing.T) {
 	r.Advance(200 + QuantaToTime(10, 25*units.Gbps))
 	if len(rt.t) != 2 || rt.v[0] != 1<<3 || rt.v[1] != 0 {
 		t.Fatalf("rx trace %v %v", rt.t, rt.v)
+	}
+}
+
+// Rx and Tx hold no per-priority state until the port first receives a
+// PFC frame or pauses its peer, and read as idle until then; the first
+// frame or assertion allocates it and is counted in it.
+func TestPauseStateOnFirstUse(t *testing.T) {
+	var r Rx
+	r.Init(25*units.Gbps, 1<<3, DefaultWatchdog())
+	var x Tx
+	x.Init(25*units.Gbps, 0, 0)
+	if r.s != nil || x.s != nil {
+		t.Fatal("fresh pause state allocated its per-priority part")
+	}
+	if tr, rs := r.Advance(sim.Second); tr|rs != 0 || r.NextDeadline() != sim.Never || r.Paused(0) != 0 ||
+		r.PausedTime(sim.Second, 3) != 0 || r.LongestPause(sim.Second, 3) != 0 || r.Stats() != (RxStats{}) {
+		t.Fatal("a port without PFC frames reads as paused or counted")
+	}
+	if x.AssertedTime(sim.Second, 3) != 0 || x.Stats() != (TxStats{}) || x.Pending() || r.s != nil {
+		t.Fatal("a port that never paused reads as pausing")
+	}
+	r.OnFrame(10, 1<<3, &[NumPrio]uint16{3: 100})
+	if r.s == nil || r.Stats().Frames != 1 || r.Stats().Pauses[3] != 1 || r.Paused(10) != 1<<3 {
+		t.Fatalf("first frame: %+v paused %b", r.Stats(), r.Paused(10))
+	}
+	if !x.Assert(10, 3) || x.s == nil || x.Stats().XOFF[3] != 1 || !x.Deassert(30, 3) || x.AssertedTime(40, 3) != 20 {
+		t.Fatalf("first assertion: %+v asserted %v", x.Stats(), x.AssertedTime(40, 3))
+	}
+	var y Tx // injection alone allocates too
+	y.Init(25*units.Gbps, 0, 0)
+	y.Inject(1<<2, 7)
+	if m, q := y.Build(0); m != 1<<2 || q[2] != 7 || y.Stats().Frames != 1 || y.Stats().Pauses[2] != 1 {
+		t.Fatalf("injected frame: mask %b quanta %v stats %+v", m, q, y.Stats())
 	}
 }

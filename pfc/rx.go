@@ -88,21 +88,35 @@ type Rx struct {
 	enabled uint8
 	wd      Watchdog
 
-	active     uint8 // priorities inside a pause interval (possibly expired, closed lazily)
+	active   uint8 // priorities inside a pause interval (possibly expired, closed lazily)
+	stormed  uint8
+	lastMask uint8
+
+	// s is the per-priority timing and the counters, allocated with the
+	// first PFC frame received: most ports of a large fabric never get one.
+	s *rxState
+
+	// Trace, if set, receives (time, honoured pause mask) when it changes.
+	Trace Sampler
+}
+
+// rxState is the part of Rx a port needs once its peer has sent PFC.
+type rxState struct {
 	until      [NumPrio]sim.Time
 	start      [NumPrio]sim.Time
 	detectFrom [NumPrio]sim.Time
 	total      [NumPrio]sim.Time
 	longest    [NumPrio]sim.Time // longest closed pause interval
+	restoreAt  [NumPrio]sim.Time
+	stats      RxStats
+}
 
-	stormed   uint8
-	restoreAt [NumPrio]sim.Time
-
-	lastMask uint8
-
-	Stats RxStats
-	// Trace, if set, receives (time, honoured pause mask) when it changes.
-	Trace Sampler
+// Stats is the port's counters so far.
+func (r *Rx) Stats() RxStats {
+	if r.s == nil {
+		return RxStats{}
+	}
+	return r.s.stats
 }
 
 // Init sets the port rate (for quanta), the priorities with PFC enabled
@@ -118,37 +132,41 @@ func (r *Rx) Enabled() uint8 { return r.enabled }
 // pauses it for q × 512 bit times from now (replacing any earlier expiry), and
 // quanta 0 resumes it.
 func (r *Rx) OnFrame(now sim.Time, mask uint8, quanta *[NumPrio]uint16) {
-	r.Stats.Frames++
+	if r.s == nil {
+		r.s = new(rxState)
+	}
+	s := r.s
+	s.stats.Frames++
 	for i := 0; i < NumPrio; i++ {
 		bit := uint8(1) << i
 		if mask&bit == 0 {
 			continue
 		}
 		if r.enabled&bit == 0 {
-			r.Stats.Ignored[i]++
+			s.stats.Ignored[i]++
 			continue
 		}
 		q := quanta[i]
 		if q == 0 {
-			r.Stats.Resumes[i]++
+			s.stats.Resumes[i]++
 			if r.active&bit != 0 {
-				r.close(i, min(r.until[i], now))
+				r.close(i, min(s.until[i], now))
 			}
 			continue
 		}
-		r.Stats.Pauses[i]++
+		s.stats.Pauses[i]++
 		until := now + QuantaToTime(q, r.rate)
-		if r.active&bit != 0 && r.until[i] > now {
-			r.until[i] = until // continuous: refresh (or shorten) the expiry
+		if r.active&bit != 0 && s.until[i] > now {
+			s.until[i] = until // continuous: refresh (or shorten) the expiry
 			continue
 		}
 		if r.active&bit != 0 { // expired before this frame: close that interval
-			r.close(i, r.until[i])
+			r.close(i, s.until[i])
 		}
 		r.active |= bit
-		r.start[i] = now
-		r.detectFrom[i] = now
-		r.until[i] = until
+		s.start[i] = now
+		s.detectFrom[i] = now
+		s.until[i] = until
 	}
 	r.trace(now)
 }
@@ -170,8 +188,11 @@ func (r *Rx) Requested(now sim.Time) uint8 {
 
 func (r *Rx) activeAt(now sim.Time) uint8 {
 	var m uint8
+	if r.active == 0 {
+		return 0
+	}
 	for i := 0; i < NumPrio; i++ {
-		if r.active&(1<<i) != 0 && r.until[i] > now {
+		if r.active&(1<<i) != 0 && r.s.until[i] > now {
 			m |= 1 << i
 		}
 	}
@@ -186,22 +207,26 @@ func (r *Rx) Stormed() uint8 { return r.stormed }
 // priorities paused continuously for Detection. It returns the priorities
 // tripped and restored by this call. Call it when NextDeadline comes due.
 func (r *Rx) Advance(now sim.Time) (tripped, restored uint8) {
+	s := r.s
+	if s == nil { // no PFC frame yet: nothing active or stormed
+		return 0, 0
+	}
 	for i := 0; i < NumPrio; i++ {
 		bit := uint8(1) << i
-		if r.active&bit != 0 && r.until[i] <= now {
-			r.close(i, r.until[i])
+		if r.active&bit != 0 && s.until[i] <= now {
+			r.close(i, s.until[i])
 		}
-		if r.stormed&bit != 0 && r.restoreAt[i] <= now {
+		if r.stormed&bit != 0 && s.restoreAt[i] <= now {
 			r.stormed &^= bit
 			restored |= bit
-			r.Stats.StormRestores[i]++
-			r.detectFrom[i] = now // a storm still going must last Detection again
+			s.stats.StormRestores[i]++
+			s.detectFrom[i] = now // a storm still going must last Detection again
 		}
-		if r.wd.Enabled && r.active&bit != 0 && r.stormed&bit == 0 && now-r.detectFrom[i] >= r.wd.Detection {
+		if r.wd.Enabled && r.active&bit != 0 && r.stormed&bit == 0 && now-s.detectFrom[i] >= r.wd.Detection {
 			r.stormed |= bit
 			tripped |= bit
-			r.restoreAt[i] = now + r.wd.Restore
-			r.Stats.StormTrips[i]++
+			s.restoreAt[i] = now + r.wd.Restore
+			s.stats.StormTrips[i]++
 		}
 	}
 	r.trace(now)
@@ -212,16 +237,20 @@ func (r *Rx) Advance(now sim.Time) (tripped, restored uint8) {
 // a pause expiry, a watchdog detection or a restore. sim.Never if none.
 func (r *Rx) NextDeadline() sim.Time {
 	d := sim.Never
+	s := r.s
+	if s == nil {
+		return d
+	}
 	for i := 0; i < NumPrio; i++ {
 		bit := uint8(1) << i
 		if r.active&bit != 0 {
-			d = min(d, r.until[i])
+			d = min(d, s.until[i])
 			if r.wd.Enabled && r.stormed&bit == 0 {
-				d = min(d, r.detectFrom[i]+r.wd.Detection)
+				d = min(d, s.detectFrom[i]+r.wd.Detection)
 			}
 		}
 		if r.stormed&bit != 0 {
-			d = min(d, r.restoreAt[i])
+			d = min(d, s.restoreAt[i])
 		}
 	}
 	return d
@@ -230,9 +259,13 @@ func (r *Rx) NextDeadline() sim.Time {
 // PausedTime is the total time priority prio has been paused by the peer up
 // to now (as requested by the peer's frames, watchdog overrides included).
 func (r *Rx) PausedTime(now sim.Time, prio int) sim.Time {
-	t := r.total[prio]
+	s := r.s
+	if s == nil {
+		return 0
+	}
+	t := s.total[prio]
 	if r.active&(1<<prio) != 0 {
-		t += min(r.until[prio], now) - r.start[prio]
+		t += min(s.until[prio], now) - s.start[prio]
 	}
 	return t
 }
@@ -241,18 +274,23 @@ func (r *Rx) PausedTime(now sim.Time, prio int) sim.Time {
 // interval still open included: what the storm watchdog compares with its
 // detection time (a pause refreshed before it expires is one interval).
 func (r *Rx) LongestPause(now sim.Time, prio int) sim.Time {
-	l := r.longest[prio]
+	s := r.s
+	if s == nil {
+		return 0
+	}
+	l := s.longest[prio]
 	if r.active&(1<<prio) != 0 {
-		l = max(l, min(r.until[prio], now)-r.start[prio])
+		l = max(l, min(s.until[prio], now)-s.start[prio])
 	}
 	return l
 }
 
 // close ends priority i's pause interval at end.
 func (r *Rx) close(i int, end sim.Time) {
-	d := end - r.start[i]
-	r.total[i] += d
-	r.longest[i] = max(r.longest[i], d)
+	s := r.s
+	d := end - s.start[i]
+	s.total[i] += d
+	s.longest[i] = max(s.longest[i], d)
 	r.active &^= 1 << i
 }
 

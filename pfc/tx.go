@@ -25,13 +25,36 @@ type Tx struct {
 	dirty       uint8 // priorities whose state the peer has not been told yet
 	nextRefresh sim.Time
 
-	injMask   uint8 // one-shot entries (fault injection)
+	injMask uint8 // one-shot entries (fault injection)
+
+	// s is the per-priority timing and the counters, allocated with the
+	// first pause asserted or injected: most ports of a large fabric never
+	// send one.
+	s *txState
+}
+
+// txState is the part of Tx a port needs once it has paused its peer.
+type txState struct {
 	injQuanta [NumPrio]uint16
+	since     [NumPrio]sim.Time
+	total     [NumPrio]sim.Time
+	stats     TxStats
+}
 
-	since [NumPrio]sim.Time
-	total [NumPrio]sim.Time
+// state is s, allocated on first use.
+func (t *Tx) state() *txState {
+	if t.s == nil {
+		t.s = new(txState)
+	}
+	return t.s
+}
 
-	Stats TxStats
+// Stats is the port's counters so far.
+func (t *Tx) Stats() TxStats {
+	if t.s == nil {
+		return TxStats{}
+	}
+	return t.s.stats
 }
 
 // Init sets the port rate, the quanta put in XOFF entries (0 means
@@ -64,8 +87,9 @@ func (t *Tx) Assert(now sim.Time, prio int) bool {
 	}
 	t.asserted |= bit
 	t.dirty |= bit
-	t.since[prio] = now
-	t.Stats.XOFF[prio]++
+	s := t.state()
+	s.since[prio] = now
+	s.stats.XOFF[prio]++
 	return true
 }
 
@@ -77,7 +101,7 @@ func (t *Tx) Deassert(now sim.Time, prio int) bool {
 	}
 	t.asserted &^= bit
 	t.dirty |= bit
-	t.total[prio] += now - t.since[prio]
+	t.s.total[prio] += now - t.s.since[prio] // asserted, so allocated
 	return true
 }
 
@@ -86,9 +110,10 @@ func (t *Tx) Deassert(now sim.Time, prio int) bool {
 // own state in the frame.
 func (t *Tx) Inject(mask uint8, quanta uint16) {
 	t.injMask |= mask
+	s := t.state()
 	for i := 0; i < NumPrio; i++ {
 		if mask&(1<<i) != 0 {
-			t.injQuanta[i] = quanta
+			s.injQuanta[i] = quanta
 		}
 	}
 }
@@ -101,6 +126,7 @@ func (t *Tx) Pending() bool { return t.dirty|t.injMask != 0 }
 // also refreshes. It clears the owed state and schedules the next refresh.
 func (t *Tx) Build(now sim.Time) (mask uint8, quanta [NumPrio]uint16) {
 	mask = t.dirty | t.asserted | t.injMask
+	s := t.state()
 	for i := 0; i < NumPrio; i++ {
 		bit := uint8(1) << i
 		switch {
@@ -108,17 +134,17 @@ func (t *Tx) Build(now sim.Time) (mask uint8, quanta [NumPrio]uint16) {
 		case t.asserted&bit != 0:
 			quanta[i] = t.quanta
 		case t.injMask&bit != 0:
-			quanta[i] = t.injQuanta[i]
+			quanta[i] = s.injQuanta[i]
 		}
 		if mask&bit != 0 {
 			if quanta[i] > 0 {
-				t.Stats.Pauses[i]++
+				s.stats.Pauses[i]++
 			} else {
-				t.Stats.Resumes[i]++
+				s.stats.Resumes[i]++
 			}
 		}
 	}
-	t.Stats.Frames++
+	s.stats.Frames++
 	t.dirty, t.injMask = 0, 0
 	if t.asserted != 0 {
 		t.nextRefresh = now + t.refresh
@@ -148,9 +174,12 @@ func (t *Tx) Refresh(now sim.Time) bool {
 
 // AssertedTime is how long prio has been asserted toward the peer up to now.
 func (t *Tx) AssertedTime(now sim.Time, prio int) sim.Time {
-	d := t.total[prio]
+	if t.s == nil {
+		return 0
+	}
+	d := t.s.total[prio]
 	if t.asserted&(1<<prio) != 0 {
-		d += now - t.since[prio]
+		d += now - t.s.since[prio]
 	}
 	return d
 }
