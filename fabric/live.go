@@ -20,18 +20,19 @@ type Live struct {
 func (n *Network) Live() Live {
 	var l Live
 	for _, h := range n.Hosts {
-		l.PFCFramesTx += h.tx.Stats.Frames
+		l.PFCFramesTx += h.tx.Stats().Frames
 	}
 	for _, sw := range n.Switches {
 		for _, p := range sw.Ports {
-			l.PFCFramesTx += p.tx.Stats.Frames
+			tx, rx := p.tx.Stats(), p.rx.Stats()
+			l.PFCFramesTx += tx.Frames
 			for i := 0; i < NumPrio; i++ {
 				c := p.Counters(i)
 				l.Drops += c.Drops + c.HeadroomDrops
 				l.WatchdogDrops += c.WatchdogDrops
 				l.ECNMarks += c.ECNMarks
-				l.XOFFEvents += p.tx.Stats.XOFF[i]
-				l.StormTrips += p.rx.Stats.StormTrips[i]
+				l.XOFFEvents += tx.XOFF[i]
+				l.StormTrips += rx.StormTrips[i]
 			}
 		}
 	}
