@@ -137,7 +137,9 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 		// (the common case) is already this heap's.
 		s.owner.Store(h)
 	}
-	s.state.Store(1)
+	// A plain store, for the same reason (see span.state): no other
+	// goroutine can hold this run's address until the Buf is passed on.
+	s.state = 1
 	h.live.Add(1)
 	h.liveBytes.Add(int64(s.size))
 	return Buf{addr: s.base, n: size, lkey: s.lkey, rkey: s.rkey}, nil

@@ -46,12 +46,21 @@ type span struct {
 	k      uint32 // spans in the run
 	lkey   uint32
 	rkey   uint32
-	state  atomic.Uint32 // large/huge: 1 while allocated
-	owner  atomic.Pointer[Heap]
-	next   *span // heap partial list or heap cache
-	prev   *span
-	blk    *block
-	_      [16]byte
+	// state is 1 while a large or huge run is allocated. Frees from
+	// other goroutines, Find and the huge path access it atomically
+	// (sync/atomic functions); the owner heap sets it on allocation and
+	// clears it on its own frees with plain loads and stores, which on x86
+	// are not locked instructions, so that its fast path does not wait
+	// for the stores the caller just made to the cold buffer. Those
+	// accesses are ordered with every other goroutine's by the handover of
+	// the Buf (or the deferred-free list), so they do not race unless the
+	// program frees a buffer twice concurrently.
+	state uint32
+	owner atomic.Pointer[Heap]
+	next  *span // heap partial list or heap cache
+	prev  *span
+	blk   *block
+	_     [16]byte
 }
 
 // block is one mapping registered as one MR: a BlockSize block subdivided
@@ -241,7 +250,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 		return Buf{}, false
 	}
 	if blk.huge {
-		if blk.spans[0].state.Load() == 1 {
+		if atomic.LoadUint32(&blk.spans[0].state) == 1 {
 			return Buf{addr: blk.base, n: int(blk.size), lkey: blk.lkey, rkey: blk.rkey}, true
 		}
 		return Buf{}, false
@@ -251,7 +260,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 		return Buf{}, false
 	}
 	if s.class == classLarge {
-		if s.state.Load() == 1 && addr < s.base+uintptr(s.size) {
+		if atomic.LoadUint32(&s.state) == 1 && addr < s.base+uintptr(s.size) {
 			return Buf{addr: s.base, n: int(s.size), lkey: s.lkey, rkey: s.rkey}, true
 		}
 		return Buf{}, false
@@ -286,16 +295,21 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 		if addr != s.base {
 			return ErrNotOwned
 		}
-		if !s.state.CompareAndSwap(1, 0) {
-			return ErrDoubleFree
-		}
 		o := s.owner.Load()
 		if o != h {
+			if !atomic.CompareAndSwapUint32(&s.state, 1, 0) {
+				return ErrDoubleFree
+			}
 			o.remoteFreed.Add(1)
 			o.remoteFreedBytes.Add(int64(s.size))
 			o.pushDeferred(addr)
 			return nil
 		}
+		// The owner's free: plain accesses (see span.state).
+		if s.state != 1 {
+			return ErrDoubleFree
+		}
+		s.state = 0
 		h.live.Add(-1)
 		h.liveBytes.Add(-int64(s.size))
 		h.cacheRun(s)
@@ -619,7 +633,7 @@ func (p *Pool) allocHuge(size int) (Buf, error) {
 		p.addBlockLocked(blk)
 		p.mu.Unlock()
 	}
-	blk.spans[0].state.Store(1)
+	atomic.StoreUint32(&blk.spans[0].state, 1)
 	p.hugeLive.Add(1)
 	p.hugeBytes.Add(int64(blk.size))
 	return Buf{addr: blk.base, n: size, lkey: blk.lkey, rkey: blk.rkey}, nil
@@ -629,7 +643,7 @@ func (p *Pool) freeHuge(blk *block, addr uintptr) error {
 	if addr != blk.base {
 		return ErrNotOwned
 	}
-	if !blk.spans[0].state.CompareAndSwap(1, 0) {
+	if !atomic.CompareAndSwapUint32(&blk.spans[0].state, 1, 0) {
 		return ErrDoubleFree
 	}
 	p.hugeLive.Add(-1)
@@ -647,7 +661,7 @@ func (p *Pool) freeHuge(blk *block, addr uintptr) error {
 // quiescent (Close).
 func (p *Pool) blockLiveLocked(b *block) bool {
 	if b.huge {
-		return b.spans[0].state.Load() == 1
+		return atomic.LoadUint32(&b.spans[0].state) == 1
 	}
 	for i := 0; i < p.nspans; {
 		if b.free[i>>6]>>(i&63)&1 != 0 {
@@ -657,7 +671,7 @@ func (p *Pool) blockLiveLocked(b *block) bool {
 		s := b.heads[i].Load()
 		switch {
 		case s.class == classLarge:
-			if s.state.Load() == 1 {
+			if atomic.LoadUint32(&s.state) == 1 {
 				return true
 			}
 		case s.used > 0:
