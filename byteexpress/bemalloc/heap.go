@@ -30,8 +30,8 @@ type Heap struct {
 	// Written by the owner only (read by Stats). live counts the heap's
 	// allocations minus the frees it made itself; the buffers it has
 	// allocated and that are not freed are live - remoteFreed.
-	live      atomic.Int64
-	liveBytes atomic.Int64
+	live      ownCount
+	liveBytes ownCount
 	pool      *Pool
 	partial   []*span // per size class: spans with free slots; allocation takes the head
 	cache     []*span // per span count k: free runs of k spans (LIFO)
@@ -100,8 +100,8 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 		h.unlink(s)
 	}
 	s.bits[idx>>6].Or(1 << (idx & 63))
-	h.live.Add(1)
-	h.liveBytes.Add(int64(s.size))
+	h.live.add(1)
+	h.liveBytes.add(int64(s.size))
 	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: size, lkey: s.lkey, rkey: s.rkey}, nil
 }
 
@@ -140,8 +140,8 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 	// A plain store, for the same reason (see span.state): no other
 	// goroutine can hold this run's address until the Buf is passed on.
 	s.state = 1
-	h.live.Add(1)
-	h.liveBytes.Add(int64(s.size))
+	h.live.add(1)
+	h.liveBytes.add(int64(s.size))
 	return Buf{addr: s.base, n: size, lkey: s.lkey, rkey: s.rkey}, nil
 }
 

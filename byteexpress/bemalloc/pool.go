@@ -310,8 +310,8 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 			return ErrDoubleFree
 		}
 		s.state = 0
-		h.live.Add(-1)
-		h.liveBytes.Add(-int64(s.size))
+		h.live.add(-1)
+		h.liveBytes.add(-int64(s.size))
 		h.cacheRun(s)
 		return nil
 	}
@@ -331,8 +331,8 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 		o.pushDeferred(addr)
 		return nil
 	}
-	h.live.Add(-1)
-	h.liveBytes.Add(-int64(s.size))
+	h.live.add(-1)
+	h.liveBytes.add(-int64(s.size))
 	h.freeSlot(s, uint32(idx))
 	return nil
 }
@@ -730,8 +730,8 @@ func (p *Pool) inUseLocked() (n, bytes int64) {
 		// goroutine can free it, so reading them first never counts a
 		// remote free whose allocation is not yet seen.
 		rn, rb := h.remoteFreed.Load(), h.remoteFreedBytes.Load()
-		n += h.live.Load() - rn
-		bytes += h.liveBytes.Load() - rb
+		n += h.live.load() - rn
+		bytes += h.liveBytes.load() - rb
 	}
 	return n + p.hugeLive.Load(), bytes + p.hugeBytes.Load()
 }
