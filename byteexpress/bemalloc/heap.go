@@ -18,18 +18,15 @@ import (
 type Heap struct {
 	_ [64]byte
 	// Written by other goroutines (frees of this heap's buffers) and read
-	// by the owner.
+	// by the owner, on a line of its own.
 	deferred atomic.Uintptr // Treiber stack of freed addresses; the link is in the buffer
-	// Buffers of this heap (and their capacity) freed by other goroutines:
-	// counted here, on the line those frees write anyway, rather than on
-	// the owner's counters, so that a cross-thread free does not take the
-	// line the owner updates on every operation away from its core.
-	remoteFreed      atomic.Int64
-	remoteFreedBytes atomic.Int64
-	_                [40]byte
-	// Written by the owner only (read by Stats). live counts the heap's
-	// allocations minus the frees it made itself; the buffers it has
-	// allocated and that are not freed are live - remoteFreed.
+	_        [56]byte
+	// Written by the owner only (read by Stats): the heap's allocations
+	// minus the frees made through it, of its own buffers and of other
+	// heaps' (a cross-thread free counts on the freeing heap, so that it
+	// writes no counter on the owner's lines). Their sum over the heaps,
+	// less the frees made through Pool.Deallocate, is the pool's in-use
+	// count.
 	live      ownCount
 	liveBytes ownCount
 	pool      *Pool

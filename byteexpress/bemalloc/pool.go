@@ -162,6 +162,8 @@ type Pool struct {
 	regErrs, deregErrs  atomic.Int64
 	blocksLive          atomic.Int64
 	hugeLive, hugeBytes atomic.Int64
+	// Frees made through Pool.Deallocate, which has no heap to count them.
+	poolFreed, poolFreedBytes atomic.Int64
 }
 
 // New creates a pool whose blocks are registered on pd (Figure 3's Init with
@@ -300,8 +302,7 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 			if !atomic.CompareAndSwapUint32(&s.state, 1, 0) {
 				return ErrDoubleFree
 			}
-			o.remoteFreed.Add(1)
-			o.remoteFreedBytes.Add(int64(s.size))
+			p.countFree(h, s.size)
 			o.pushDeferred(addr)
 			return nil
 		}
@@ -326,8 +327,7 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 	}
 	o := s.owner.Load()
 	if o != h {
-		o.remoteFreed.Add(1)
-		o.remoteFreedBytes.Add(int64(s.size))
+		p.countFree(h, s.size)
 		o.pushDeferred(addr)
 		return nil
 	}
@@ -335,6 +335,19 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 	h.liveBytes.add(-int64(s.size))
 	h.freeSlot(s, uint32(idx))
 	return nil
+}
+
+// countFree counts a free of a size-byte buffer on the heap it was made
+// through (owner-written counters, no locked instruction), or at pool level
+// for Pool.Deallocate.
+func (p *Pool) countFree(h *Heap, size uint32) {
+	if h != nil {
+		h.live.add(-1)
+		h.liveBytes.add(-int64(size))
+		return
+	}
+	p.poolFreed.Add(1)
+	p.poolFreedBytes.Add(int64(size))
 }
 
 // newBlock maps n contiguous, BlockSize-aligned blocks and registers them as
@@ -725,13 +738,16 @@ func (p *Pool) Stats() Stats {
 }
 
 func (p *Pool) inUseLocked() (n, bytes int64) {
+	// The pool-level frees first: a buffer is counted live before any
+	// goroutine can free it, so reading them first never counts a free
+	// through Pool.Deallocate whose allocation is not yet seen. A free
+	// through another heap may be seen before its allocation while both
+	// are in flight (the heaps are read one after the other), which is
+	// why the counts are exact only when no allocation is in flight.
+	n, bytes = -p.poolFreed.Load(), -p.poolFreedBytes.Load()
 	for _, h := range p.heaps {
-		// The remote counts first: a buffer is counted live before any
-		// goroutine can free it, so reading them first never counts a
-		// remote free whose allocation is not yet seen.
-		rn, rb := h.remoteFreed.Load(), h.remoteFreedBytes.Load()
-		n += h.live.load() - rn
-		bytes += h.liveBytes.load() - rb
+		n += h.live.load()
+		bytes += h.liveBytes.load()
 	}
 	return n + p.hugeLive.Load(), bytes + p.hugeBytes.Load()
 }
