@@ -109,7 +109,10 @@
 // ErrDoubleFree for a buffer that is not allocated (each span has an
 // allocation bitmap, updated with one atomic OR/AND, so the check is exact
 // unless the slot was reallocated in between, and is race-free for frees
-// from any goroutine). Pool.InUse counts allocated buffers over all heaps,
+// from any goroutine; a large run has an allocated flag instead, which its
+// owner heap sets and clears with plain stores, so a double free of a
+// large buffer by its owner racing another goroutine's is a data race
+// that the race detector reports). Pool.InUse counts allocated buffers over all heaps,
 // so higher layers can assert there is no leak at shutdown; Pool.Close
 // returns a *LeakError when buffers are still allocated, and keeps the
 // blocks that hold them mapped and registered.

@@ -18,20 +18,17 @@ import (
 type Heap struct {
 	_ [64]byte
 	// Written by other goroutines (frees of this heap's buffers) and read
-	// by the owner.
+	// by the owner, on a line of its own.
 	deferred atomic.Uintptr // Treiber stack of freed addresses; the link is in the buffer
-	// Buffers of this heap (and their capacity) freed by other goroutines:
-	// counted here, on the line those frees write anyway, rather than on
-	// the owner's counters, so that a cross-thread free does not take the
-	// line the owner updates on every operation away from its core.
-	remoteFreed      atomic.Int64
-	remoteFreedBytes atomic.Int64
-	_                [40]byte
-	// Written by the owner only (read by Stats). live counts the heap's
-	// allocations minus the frees it made itself; the buffers it has
-	// allocated and that are not freed are live - remoteFreed.
-	live      atomic.Int64
-	liveBytes atomic.Int64
+	_        [56]byte
+	// Written by the owner only (read by Stats): the heap's allocations
+	// minus the frees made through it, of its own buffers and of other
+	// heaps' (a cross-thread free counts on the freeing heap, so that it
+	// writes no counter on the owner's lines). Their sum over the heaps,
+	// less the frees made through Pool.Deallocate, is the pool's in-use
+	// count.
+	live      ownCount
+	liveBytes ownCount
 	pool      *Pool
 	partial   []*span // per size class: spans with free slots; allocation takes the head
 	cache     []*span // per span count k: free runs of k spans (LIFO)
@@ -100,8 +97,8 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 		h.unlink(s)
 	}
 	s.bits[idx>>6].Or(1 << (idx & 63))
-	h.live.Add(1)
-	h.liveBytes.Add(int64(s.size))
+	h.live.add(1)
+	h.liveBytes.add(int64(s.size))
 	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: size, lkey: s.lkey, rkey: s.rkey}, nil
 }
 
@@ -137,9 +134,11 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 		// (the common case) is already this heap's.
 		s.owner.Store(h)
 	}
-	s.state.Store(1)
-	h.live.Add(1)
-	h.liveBytes.Add(int64(s.size))
+	// A plain store, for the same reason (see span.state): no other
+	// goroutine can hold this run's address until the Buf is passed on.
+	s.state = 1
+	h.live.add(1)
+	h.liveBytes.add(int64(s.size))
 	return Buf{addr: s.base, n: size, lkey: s.lkey, rkey: s.rkey}, nil
 }
 

@@ -46,12 +46,21 @@ type span struct {
 	k      uint32 // spans in the run
 	lkey   uint32
 	rkey   uint32
-	state  atomic.Uint32 // large/huge: 1 while allocated
-	owner  atomic.Pointer[Heap]
-	next   *span // heap partial list or heap cache
-	prev   *span
-	blk    *block
-	_      [16]byte
+	// state is 1 while a large or huge run is allocated. Frees from
+	// other goroutines, Find and the huge path access it atomically
+	// (sync/atomic functions); the owner heap sets it on allocation and
+	// clears it on its own frees with plain loads and stores, which on x86
+	// are not locked instructions, so that its fast path does not wait
+	// for the stores the caller just made to the cold buffer. Those
+	// accesses are ordered with every other goroutine's by the handover of
+	// the Buf (or the deferred-free list), so they do not race unless the
+	// program frees a buffer twice concurrently.
+	state uint32
+	owner atomic.Pointer[Heap]
+	next  *span // heap partial list or heap cache
+	prev  *span
+	blk   *block
+	_     [16]byte
 }
 
 // block is one mapping registered as one MR: a BlockSize block subdivided
@@ -153,6 +162,8 @@ type Pool struct {
 	regErrs, deregErrs  atomic.Int64
 	blocksLive          atomic.Int64
 	hugeLive, hugeBytes atomic.Int64
+	// Frees made through Pool.Deallocate, which has no heap to count them.
+	poolFreed, poolFreedBytes atomic.Int64
 }
 
 // New creates a pool whose blocks are registered on pd (Figure 3's Init with
@@ -241,7 +252,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 		return Buf{}, false
 	}
 	if blk.huge {
-		if blk.spans[0].state.Load() == 1 {
+		if atomic.LoadUint32(&blk.spans[0].state) == 1 {
 			return Buf{addr: blk.base, n: int(blk.size), lkey: blk.lkey, rkey: blk.rkey}, true
 		}
 		return Buf{}, false
@@ -251,7 +262,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 		return Buf{}, false
 	}
 	if s.class == classLarge {
-		if s.state.Load() == 1 && addr < s.base+uintptr(s.size) {
+		if atomic.LoadUint32(&s.state) == 1 && addr < s.base+uintptr(s.size) {
 			return Buf{addr: s.base, n: int(s.size), lkey: s.lkey, rkey: s.rkey}, true
 		}
 		return Buf{}, false
@@ -286,18 +297,22 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 		if addr != s.base {
 			return ErrNotOwned
 		}
-		if !s.state.CompareAndSwap(1, 0) {
-			return ErrDoubleFree
-		}
 		o := s.owner.Load()
 		if o != h {
-			o.remoteFreed.Add(1)
-			o.remoteFreedBytes.Add(int64(s.size))
+			if !atomic.CompareAndSwapUint32(&s.state, 1, 0) {
+				return ErrDoubleFree
+			}
+			p.countFree(h, s.size)
 			o.pushDeferred(addr)
 			return nil
 		}
-		h.live.Add(-1)
-		h.liveBytes.Add(-int64(s.size))
+		// The owner's free: plain accesses (see span.state).
+		if s.state != 1 {
+			return ErrDoubleFree
+		}
+		s.state = 0
+		h.live.add(-1)
+		h.liveBytes.add(-int64(s.size))
 		h.cacheRun(s)
 		return nil
 	}
@@ -312,15 +327,27 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 	}
 	o := s.owner.Load()
 	if o != h {
-		o.remoteFreed.Add(1)
-		o.remoteFreedBytes.Add(int64(s.size))
+		p.countFree(h, s.size)
 		o.pushDeferred(addr)
 		return nil
 	}
-	h.live.Add(-1)
-	h.liveBytes.Add(-int64(s.size))
+	h.live.add(-1)
+	h.liveBytes.add(-int64(s.size))
 	h.freeSlot(s, uint32(idx))
 	return nil
+}
+
+// countFree counts a free of a size-byte buffer on the heap it was made
+// through (owner-written counters, no locked instruction), or at pool level
+// for Pool.Deallocate.
+func (p *Pool) countFree(h *Heap, size uint32) {
+	if h != nil {
+		h.live.add(-1)
+		h.liveBytes.add(-int64(size))
+		return
+	}
+	p.poolFreed.Add(1)
+	p.poolFreedBytes.Add(int64(size))
 }
 
 // newBlock maps n contiguous, BlockSize-aligned blocks and registers them as
@@ -619,7 +646,7 @@ func (p *Pool) allocHuge(size int) (Buf, error) {
 		p.addBlockLocked(blk)
 		p.mu.Unlock()
 	}
-	blk.spans[0].state.Store(1)
+	atomic.StoreUint32(&blk.spans[0].state, 1)
 	p.hugeLive.Add(1)
 	p.hugeBytes.Add(int64(blk.size))
 	return Buf{addr: blk.base, n: size, lkey: blk.lkey, rkey: blk.rkey}, nil
@@ -629,7 +656,7 @@ func (p *Pool) freeHuge(blk *block, addr uintptr) error {
 	if addr != blk.base {
 		return ErrNotOwned
 	}
-	if !blk.spans[0].state.CompareAndSwap(1, 0) {
+	if !atomic.CompareAndSwapUint32(&blk.spans[0].state, 1, 0) {
 		return ErrDoubleFree
 	}
 	p.hugeLive.Add(-1)
@@ -647,7 +674,7 @@ func (p *Pool) freeHuge(blk *block, addr uintptr) error {
 // quiescent (Close).
 func (p *Pool) blockLiveLocked(b *block) bool {
 	if b.huge {
-		return b.spans[0].state.Load() == 1
+		return atomic.LoadUint32(&b.spans[0].state) == 1
 	}
 	for i := 0; i < p.nspans; {
 		if b.free[i>>6]>>(i&63)&1 != 0 {
@@ -657,7 +684,7 @@ func (p *Pool) blockLiveLocked(b *block) bool {
 		s := b.heads[i].Load()
 		switch {
 		case s.class == classLarge:
-			if s.state.Load() == 1 {
+			if atomic.LoadUint32(&s.state) == 1 {
 				return true
 			}
 		case s.used > 0:
@@ -711,13 +738,16 @@ func (p *Pool) Stats() Stats {
 }
 
 func (p *Pool) inUseLocked() (n, bytes int64) {
+	// The pool-level frees first: a buffer is counted live before any
+	// goroutine can free it, so reading them first never counts a free
+	// through Pool.Deallocate whose allocation is not yet seen. A free
+	// through another heap may be seen before its allocation while both
+	// are in flight (the heaps are read one after the other), which is
+	// why the counts are exact only when no allocation is in flight.
+	n, bytes = -p.poolFreed.Load(), -p.poolFreedBytes.Load()
 	for _, h := range p.heaps {
-		// The remote counts first: a buffer is counted live before any
-		// goroutine can free it, so reading them first never counts a
-		// remote free whose allocation is not yet seen.
-		rn, rb := h.remoteFreed.Load(), h.remoteFreedBytes.Load()
-		n += h.live.Load() - rn
-		bytes += h.liveBytes.Load() - rb
+		n += h.live.load()
+		bytes += h.liveBytes.load()
 	}
 	return n + p.hugeLive.Load(), bytes + p.hugeBytes.Load()
 }
