@@ -193,7 +193,13 @@ func Provenance(r *report.Result, s *scenarios.Scenario) error { return s.Stamp(
 // that cannot be built, or whose run fails, returns an error (and, when
 // the run failed, also the result with its note): a sweep records such a
 // point as failed rather than as a row of missing metrics.
-func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err error) {
+func Simulate(s *scenarios.Scenario) (*report.Result, report.Timing, error) {
+	return simulate(s, nil)
+}
+
+// simulate is Simulate, under w when w is set and the runner can be
+// watched (SimulateWatched).
+func simulate(s *scenarios.Scenario, w *Watch) (res *report.Result, t report.Timing, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			res, err = nil, fmt.Errorf("simulation of %s failed: %v", s.Name, r)
@@ -202,6 +208,9 @@ func Simulate(s *scenarios.Scenario) (res *report.Result, t report.Timing, err e
 	x, err := Build(s)
 	if err != nil {
 		return nil, t, err
+	}
+	if wx, ok := x.(Watched); ok && w != nil {
+		return untimed(wx.RunWatched(w))
 	}
 	return untimed(x.Run())
 }

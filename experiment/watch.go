@@ -126,22 +126,10 @@ type Watched interface {
 // watched (LiveMetrics) and the scenario's runner supports it, the run
 // stops as soon as decided reports true for the counter's value, and its
 // result is Watch.Report's; otherwise it is exactly Simulate.
-func SimulateWatched(s *scenarios.Scenario, metric string, decided func(x float64) bool) (res *report.Result, t report.Timing, err error) {
-	w, werr := NewWatch(metric, decided)
-	if werr != nil {
+func SimulateWatched(s *scenarios.Scenario, metric string, decided func(x float64) bool) (*report.Result, report.Timing, error) {
+	w, err := NewWatch(metric, decided)
+	if err != nil {
 		return Simulate(s)
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("simulation of %s failed: %v", s.Name, r)
-		}
-	}()
-	x, err := Build(s)
-	if err != nil {
-		return nil, t, err
-	}
-	if wx, ok := x.(Watched); ok {
-		return untimed(wx.RunWatched(w))
-	}
-	return untimed(x.Run())
+	return simulate(s, w)
 }
