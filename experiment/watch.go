@@ -109,9 +109,8 @@ func (w *Watch) At() sim.Time { return w.at }
 func (w *Watch) Report(r *report.Result) {
 	FabricMetrics(r, &w.totals)
 	r.Add(MetricStoppedAt, w.at.Seconds()*1e6, "us")
-	x := float64(w.read(&fabric.Live{PFCFramesTx: w.totals.PFCFramesTx, XOFFEvents: w.totals.XOFFEvents,
-		Drops: w.totals.Drops + w.totals.HeadroomDrops, WatchdogDrops: w.totals.WatchdogDrops,
-		StormTrips: w.totals.StormTrips, ECNMarks: w.totals.ECNMarks}))
+	l := w.totals.Live()
+	x := float64(w.read(&l))
 	r.Notes = append(r.Notes, fmt.Sprintf("stopped early at %s of virtual time, when the condition on %s was decided (%s = %s): only the fabric counters up to then are reported",
 		w.at, w.Metric, w.Metric, report.Num(x)))
 }

@@ -558,6 +558,9 @@ func TestWatchdogStorm(t *testing.T) {
 			if r.Totals.HeadroomDrops != 0 {
 				t.Fatal("headroom overflow during a storm")
 			}
+			if l := checkLive(t, n); l.StormTrips != 2 || (action == pfc.ActionDrop) != (l.WatchdogDrops > 0) {
+				t.Fatalf("Live %+v: want 2 storm trips, and watchdog drops with the drop action only", l)
+			}
 			checkConservation(t, n)
 		})
 	}

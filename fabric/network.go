@@ -34,6 +34,12 @@ type Network struct {
 	// Port.newClass.
 	portSlab  []Port
 	classSlab []class
+	// live holds the running drop and mark totals of Live, and swPFC and
+	// hostPFC the PFC ones of the switch ports and the hosts (what Live
+	// reads in O(1); the per-port counters stay as they were).
+	live    Live
+	swPFC   pfc.Tally
+	hostPFC pfc.Tally
 }
 
 // New builds the topology cfg describes on kernel k, computes routes and
@@ -108,6 +114,7 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 	for _, h := range n.Hosts {
 		h.tx.Init(h.rate, pc.Quanta, pc.Refresh)
 		h.rx.Init(h.rate, lossless, pfc.Watchdog{})
+		h.tx.SetTally(&n.hostPFC)
 		h.rxTimer.Init(k, h, tagRx)
 		h.refreshTimer.Init(k, h, tagRefresh)
 	}
@@ -196,6 +203,8 @@ func (n *Network) initPort(sw *Switch, p *Port) error {
 	p.dwrr = c.Scheduler == DWRR
 	p.tx.Init(p.rate, pc.Quanta, pc.Refresh)
 	p.rx.Init(p.rate, pc.LosslessMask(), pc.Watchdog)
+	p.tx.SetTally(&n.swPFC)
+	p.rx.SetTally(&n.swPFC)
 	p.rxTimer.Init(n.K, p, tagRx)
 	p.refreshTimer.Init(n.K, p, tagRefresh)
 	return nil

@@ -412,6 +412,7 @@ func (p *Port) flush(now sim.Time, prio int) {
 	for pkt := q.Pop(); pkt != nil; pkt = q.Pop() {
 		st.WatchdogDrops++
 		st.WatchdogDropBytes += int64(pkt.Size)
+		p.sw.net.live.WatchdogDrops++
 		p.sw.release(now, pkt)
 		p.pool.Put(pkt)
 	}

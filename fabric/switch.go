@@ -75,6 +75,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 		st := o.dropped(prio)
 		st.WatchdogDrops++
 		st.WatchdogDropBytes += n
+		sw.net.live.WatchdogDrops++
 		sw.pool.Put(pkt)
 		return
 	}
@@ -85,6 +86,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 			ist := in.dropped(prio)
 			ist.HeadroomDrops++
 			ist.HeadroomDropBytes += n
+			sw.net.live.Drops++
 			sw.pool.Put(pkt)
 			return
 		case pfc.Pause:
@@ -95,6 +97,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 			st := o.dropped(prio)
 			st.Drops++
 			st.DropBytes += n
+			sw.net.live.Drops++
 			sw.pool.Put(pkt)
 			return
 		}
@@ -102,6 +105,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 	if e := &sw.ecn[prio]; e.Enabled && pkt.IsECT() && sw.mark(e, oc.q.Bytes) {
 		pkt.ECN = CE
 		oc.st.ECNMarks++
+		sw.net.live.ECNMarks++
 	}
 	pkt.inPort = int32(in.Index)
 	o.enqueue(now, prio, oc, pkt)

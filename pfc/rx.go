@@ -98,7 +98,14 @@ type Rx struct {
 
 	// Trace, if set, receives (time, honoured pause mask) when it changes.
 	Trace Sampler
+
+	// tally, if set, also counts this port's storm trips.
+	tally *Tally
 }
+
+// SetTally makes r also count its storm trips into tl's StormTrips (nil:
+// stop). Call it after Init, which clears it.
+func (r *Rx) SetTally(tl *Tally) { r.tally = tl }
 
 // rxState is the part of Rx a port needs once its peer has sent PFC.
 type rxState struct {
@@ -227,6 +234,9 @@ func (r *Rx) Advance(now sim.Time) (tripped, restored uint8) {
 			tripped |= bit
 			s.restoreAt[i] = now + r.wd.Restore
 			s.stats.StormTrips[i]++
+			if r.tally != nil {
+				r.tally.StormTrips++
+			}
 		}
 	}
 	r.trace(now)

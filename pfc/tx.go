@@ -31,7 +31,25 @@ type Tx struct {
 	// first pause asserted or injected: most ports of a large fabric never
 	// send one.
 	s *txState
+
+	// tally, if set, also counts this port's frames and assertions.
+	tally *Tally
 }
+
+// Tally is a running sum of PFC counters over many ports (a whole
+// network), kept as frames are sent and storms trip so that reading it
+// costs O(1), however many ports feed it. Each field is the sum of the
+// TxStats or RxStats field it names over the ports that feed it
+// (SetTally); the per-port counters are kept as before.
+type Tally struct {
+	Frames     int64 // TxStats.Frames
+	XOFF       int64 // every priority's TxStats.XOFF
+	StormTrips int64 // every priority's RxStats.StormTrips
+}
+
+// SetTally makes t also count its frames and XOFF assertions into tl
+// (nil: stop). Call it after Init, which clears it.
+func (t *Tx) SetTally(tl *Tally) { t.tally = tl }
 
 // txState is the part of Tx a port needs once it has paused its peer.
 type txState struct {
@@ -90,6 +108,9 @@ func (t *Tx) Assert(now sim.Time, prio int) bool {
 	s := t.state()
 	s.since[prio] = now
 	s.stats.XOFF[prio]++
+	if t.tally != nil {
+		t.tally.XOFF++
+	}
 	return true
 }
 
@@ -145,6 +166,9 @@ func (t *Tx) Build(now sim.Time) (mask uint8, quanta [NumPrio]uint16) {
 		}
 	}
 	s.stats.Frames++
+	if t.tally != nil {
+		t.tally.Frames++
+	}
 	t.dirty, t.injMask = 0, 0
 	if t.asserted != 0 {
 		t.nextRefresh = now + t.refresh
