@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/besim/besim/experiment"
+	"github.com/besim/besim/report"
 )
 
 // Predicate.Decided: once it says the outcome is settled at x, Eval gives
@@ -20,20 +21,14 @@ func TestPredicateDecided(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eval := func(x float64) bool {
-			switch p.Op {
-			case ">":
-				return x > p.Value
-			case ">=":
-				return x >= p.Value
-			case "<":
-				return x < p.Value
-			case "<=":
-				return x <= p.Value
-			case "==":
-				return x == p.Value
+		eval := func(x float64) bool { // the search's own Eval on a result holding x
+			var r report.Result
+			r.Add(p.Metric, x, "")
+			ok, _, err := p.Eval(&r)
+			if err != nil {
+				t.Fatal(err)
 			}
-			return x != p.Value
+			return ok
 		}
 		decidedSomewhere := false
 		for i, x := range xs {
