@@ -40,7 +40,7 @@ go run ./cmd/besim sweep -q --set dcqcn.profile=connectx --set dcqcn.byte_counte
 go run ./cmd/besim sweep -q --set dcqcn.profile=dcqcn-paper,connectx --set workload.window=none,16KiB \
 	--metrics worker/goodput,victim/goodput,pull/p50,pull/p99,pfc/frames_tx,pfc/host_paused,fabric/ecn_marks -o results/dcqcn-profile/fig15.json fig15-incast
 # paper Table 4 (§6.3): servers before PFC per send window (bisection; a probe
-# stops at its first pause frame; ~25 s and 41 CPU-s on 2 cores)
+# stops at its first pause frame; ~14 s and 25 CPU-s on 2 cores)
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set workload.window=4KiB,8KiB,16KiB,none -o results/table4/search.json fig14-incast
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
@@ -49,7 +49,7 @@ go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frame
 # (workload.spines, default 4: one uplink from every leaf to each spine);
 # capped at 1024 servers (a point of 1024 servers takes about 3 CPU-s and
 # 230 MB), so a window whose onset lies beyond reports largest 1024. About
-# 1 minute and 103 CPU-s (two simulations at a time) on 2 cores.
+# 50 s and 90 CPU-s (two simulations at a time) on 2 cores.
 go run ./cmd/besim sweep -q --search workload.servers=1..1024 --until 'pfc/frames_tx>0' \
 	--set workload.spines=1,2,4,8 --set workload.window=4KiB,8KiB,16KiB,none -o results/table4/spines.json fig14-incast
 # paper Figure 15 (§6.3): worker/victim bandwidth and pull latency per window (~20 s)
