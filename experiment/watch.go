@@ -33,9 +33,6 @@ func LiveMetrics() []string {
 	return out
 }
 
-// DefaultWatchEvery is how often a Watch polls its counter (virtual time).
-const DefaultWatchEvery = 10 * sim.Microsecond
-
 // MetricStoppedAt is the metric of a run a Watch stopped: the virtual time
 // (microseconds from the start) at which it stopped.
 const MetricStoppedAt = "run/stopped_at"
@@ -44,21 +41,22 @@ const MetricStoppedAt = "run/stopped_at"
 // (LiveMetrics) is settled, so that a search probe whose answer is known
 // early does not simulate the rest of its scenario. Decided reports
 // whether the condition's outcome can no longer change once the counter
-// has reached x (counters never fall). A run that is stopped reports only
-// its fabric counters up to the stop (FabricMetrics) and MetricStoppedAt;
-// one that is never stopped reports exactly what it reports unwatched.
+// has reached x (counters never fall). The watch is told of every change
+// of the counters (fabric.Network.OnLive) and schedules no event of its
+// own: the run stops after the very event that settled the condition, and
+// a run that is never stopped is event for event the run unwatched, so it
+// reports exactly what it reports unwatched. A run that is stopped reports
+// only its fabric counters at the stop (FabricMetrics) and
+// MetricStoppedAt.
 type Watch struct {
 	Metric  string
 	Decided func(x float64) bool
-	Every   sim.Time // polling period; DefaultWatchEvery when zero
 
 	read    func(*fabric.Live) int64
 	k       *sim.Kernel
 	n       *fabric.Network
-	id      sim.HandlerID
 	stopped bool
 	at      sim.Time
-	totals  fabric.Totals
 }
 
 // NewWatch checks that metric can be watched.
@@ -70,32 +68,26 @@ func NewWatch(metric string, decided func(x float64) bool) (*Watch, error) {
 	return &Watch{Metric: metric, Decided: decided, read: read}, nil
 }
 
-// Start polls n's counter every Every from now on, in kernel k; when the
-// condition is decided it records the fabric totals and stops k (the
-// running RunUntil returns). The runner then checks Stopped after every
-// phase and returns at once.
+// Start watches n's counters from now on, in kernel k: at every change,
+// and once now, it reads the counter, and when the condition is decided
+// it stops k (the running RunUntil returns after the current event). The
+// runner checks Stopped before and after every phase and returns at once.
 func (w *Watch) Start(k *sim.Kernel, n *fabric.Network) {
-	if w.Every <= 0 {
-		w.Every = DefaultWatchEvery
-	}
 	w.k, w.n = k, n
-	w.id = k.RegisterNew(w)
-	k.PostAfter(0, w.id, 0)
+	n.OnLive(w.check)
+	w.check()
 }
 
-// OnEvent implements sim.Handler: one poll.
-func (w *Watch) OnEvent(now sim.Time, _ uint64) {
+// check is the OnLive function: it stops the run once decided.
+func (w *Watch) check() {
 	if w.stopped {
 		return
 	}
 	l := w.n.Live()
 	if w.Decided(float64(w.read(&l))) {
-		w.stopped, w.at = true, now
-		w.totals = w.n.Report().Totals
+		w.stopped, w.at = true, w.k.Now()
 		w.k.Stop()
-		return
 	}
-	w.k.PostAfter(w.Every, w.id, 0)
 }
 
 // Stopped reports whether the condition was decided and the run stopped.
@@ -105,11 +97,13 @@ func (w *Watch) Stopped() bool { return w != nil && w.stopped }
 func (w *Watch) At() sim.Time { return w.at }
 
 // Report adds a stopped run's metrics and note to r: the fabric totals
-// at the stop (FabricMetrics) and MetricStoppedAt.
+// at the stop (FabricMetrics: after the event that decided it) and
+// MetricStoppedAt.
 func (w *Watch) Report(r *report.Result) {
-	FabricMetrics(r, &w.totals)
+	t := w.n.Report().Totals
+	FabricMetrics(r, &t)
 	r.Add(MetricStoppedAt, w.at.Seconds()*1e6, "us")
-	l := w.totals.Live()
+	l := t.Live()
 	x := float64(w.read(&l))
 	r.Notes = append(r.Notes, fmt.Sprintf("stopped early at %s of virtual time, when the condition on %s was decided (%s = %s): only the fabric counters up to then are reported",
 		w.at, w.Metric, w.Metric, report.Num(x)))

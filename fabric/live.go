@@ -16,14 +16,30 @@ type Live struct {
 
 // Live is the monotone counters now. It reads running totals kept as
 // frames are sent, packets dropped and marked and storms trip, so it costs
-// O(1) whatever the fabric's size and allocates nothing: an early-stop
-// watch may poll it every few microseconds of virtual time.
+// O(1) whatever the fabric's size and allocates nothing.
 func (n *Network) Live() Live {
 	l := n.live
 	l.PFCFramesTx = n.swPFC.Frames + n.hostPFC.Frames
 	l.XOFFEvents = n.swPFC.XOFF
 	l.StormTrips = n.swPFC.StormTrips
 	return l
+}
+
+// OnLive makes the network call f after every change of a Live counter,
+// inside the event that made it (nil: stop): an early-stop watch reads
+// Live there and may stop the kernel, which then ends the run after that
+// event. It schedules nothing, so a run whose f never stops it is the run
+// without f.
+func (n *Network) OnLive(f func()) {
+	n.onLive = f
+	n.swPFC.Notify, n.hostPFC.Notify = f, f
+}
+
+// liveChanged calls the OnLive function, if any.
+func (n *Network) liveChanged() {
+	if n.onLive != nil {
+		n.onLive()
+	}
 }
 
 // Live is the subset of t that Network.Live reads during a run.

@@ -40,6 +40,7 @@ type Network struct {
 	live    Live
 	swPFC   pfc.Tally
 	hostPFC pfc.Tally
+	onLive  func()
 }
 
 // New builds the topology cfg describes on kernel k, computes routes and

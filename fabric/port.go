@@ -413,6 +413,7 @@ func (p *Port) flush(now sim.Time, prio int) {
 		st.WatchdogDrops++
 		st.WatchdogDropBytes += int64(pkt.Size)
 		p.sw.net.live.WatchdogDrops++
+		p.sw.net.liveChanged()
 		p.sw.release(now, pkt)
 		p.pool.Put(pkt)
 	}

@@ -76,6 +76,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 		st.WatchdogDrops++
 		st.WatchdogDropBytes += n
 		sw.net.live.WatchdogDrops++
+		sw.net.liveChanged()
 		sw.pool.Put(pkt)
 		return
 	}
@@ -87,6 +88,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 			ist.HeadroomDrops++
 			ist.HeadroomDropBytes += n
 			sw.net.live.Drops++
+			sw.net.liveChanged()
 			sw.pool.Put(pkt)
 			return
 		case pfc.Pause:
@@ -98,6 +100,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 			st.Drops++
 			st.DropBytes += n
 			sw.net.live.Drops++
+			sw.net.liveChanged()
 			sw.pool.Put(pkt)
 			return
 		}
@@ -106,6 +109,7 @@ func (sw *Switch) forward(now sim.Time, in *Port, pkt *Packet) {
 		pkt.ECN = CE
 		oc.st.ECNMarks++
 		sw.net.live.ECNMarks++
+		sw.net.liveChanged()
 	}
 	pkt.inPort = int32(in.Index)
 	o.enqueue(now, prio, oc, pkt)

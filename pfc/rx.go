@@ -236,6 +236,7 @@ func (r *Rx) Advance(now sim.Time) (tripped, restored uint8) {
 			s.stats.StormTrips[i]++
 			if r.tally != nil {
 				r.tally.StormTrips++
+				r.tally.changed()
 			}
 		}
 	}

@@ -45,6 +45,17 @@ type Tally struct {
 	Frames     int64 // TxStats.Frames
 	XOFF       int64 // every priority's TxStats.XOFF
 	StormTrips int64 // every priority's RxStats.StormTrips
+
+	// Notify, if set, is called after every change, at the instant of
+	// the event that made it (an early-stop watch).
+	Notify func()
+}
+
+// changed calls Notify if it is set.
+func (tl *Tally) changed() {
+	if tl.Notify != nil {
+		tl.Notify()
+	}
 }
 
 // SetTally makes t also count its frames and XOFF assertions into tl
@@ -110,6 +121,7 @@ func (t *Tx) Assert(now sim.Time, prio int) bool {
 	s.stats.XOFF[prio]++
 	if t.tally != nil {
 		t.tally.XOFF++
+		t.tally.changed()
 	}
 	return true
 }
@@ -168,6 +180,7 @@ func (t *Tx) Build(now sim.Time) (mask uint8, quanta [NumPrio]uint16) {
 	s.stats.Frames++
 	if t.tally != nil {
 		t.tally.Frames++
+		t.tally.changed()
 	}
 	t.dirty, t.injMask = 0, 0
 	if t.asserted != 0 {

@@ -95,6 +95,29 @@ func (x *Sim) scheduleFaults() error {
 // Run simulates the scenario's duration and reports.
 func (x *Sim) Run() (*report.Result, error) {
 	x.Net.Run(x.Scenario.Duration.Time())
+	return x.report()
+}
+
+// RunWatched implements experiment.Watched: Run, stopped after the event
+// that decides w's condition (a search probe). A stopped run reports only
+// Watch.Report's fabric counters, when it stopped, and its events; one
+// that is never stopped is Run, event for event (the watch schedules
+// nothing).
+func (x *Sim) RunWatched(w *experiment.Watch) (*report.Result, error) {
+	if w.Start(x.Kernel, x.Net); !w.Stopped() {
+		x.Net.Run(x.Scenario.Duration.Time())
+	}
+	if !w.Stopped() {
+		return x.report()
+	}
+	r := experiment.NewResult(x.Scenario)
+	w.Report(r)
+	experiment.Events(r, x.Kernel.Events())
+	return r, nil
+}
+
+// report is the result of a run that reached the scenario's duration.
+func (x *Sim) report() (*report.Result, error) {
 	r := x.Result()
 	if x.inj != nil {
 		experiment.FaultsResult(r, x.inj.Log, x.Net.Report().Totals)
