@@ -23,7 +23,7 @@ var liveMetrics = map[string]func(*fabric.Live) int64{
 	"fabric/ecn_marks":      func(l *fabric.Live) int64 { return l.ECNMarks },
 }
 
-// LiveMetrics lists the metrics a Watch can poll, sorted.
+// LiveMetrics lists the metrics a Watch can watch, sorted.
 func LiveMetrics() []string {
 	var out []string
 	for m := range liveMetrics {

@@ -2,7 +2,7 @@ package fabric
 
 // Live is a subset of the whole-network Totals that only grows during a
 // run, read while the run goes on: what an early-stop condition (a
-// search probe that stops once "pfc/frames_tx>0" is decided) polls. Each
+// search probe that stops once "pfc/frames_tx>0" is decided) reads. Each
 // field means what the Totals field of the same name means; Drops is
 // Totals.Drops + Totals.HeadroomDrops (the metric fabric/drops).
 type Live struct {
