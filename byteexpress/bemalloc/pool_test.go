@@ -315,6 +315,11 @@ func TestNoOverlapRandomized(t *testing.T) {
 			if !ok || f.Addr() != l.b.Addr() {
 				t.Fatalf("live buffer %#x not found", l.b.Addr())
 			}
+			// Its last byte too: every span of a run taken from a heap
+			// cache (split, coalesced) must point at it.
+			if g, ok := p.Find(l.b.Addr() + uintptr(l.b.Len()-1)); !ok || g.Addr() != l.b.Addr() {
+				t.Fatalf("last byte of live buffer %#x+%d not found (%#x %v)", l.b.Addr(), l.b.Len(), g.Addr(), ok)
+			}
 			ivs = append(ivs, iv{f.Addr(), f.Addr() + uintptr(f.Len())})
 		}
 		slices.SortFunc(ivs, func(a, b iv) int { return int(a.lo>>4) - int(b.lo>>4) })
