@@ -30,11 +30,10 @@ type Heap struct {
 	live      ownCount
 	liveBytes ownCount
 	pool      *Pool
-	partial   []*span   // per size class: spans with free slots; allocation takes the head
-	cache     []*span   // per span count k: free runs of k spans (LIFO)
-	cached    int       // spans in cache
-	scratch   []*span   // coalesce's sort buffer: room for every cached run
-	keys      []uintptr // coalesce's sort keys, as many
+	partial   []*span // per size class: spans with free slots; allocation takes the head
+	cache     []*span // per span count k: free runs of k spans (LIFO)
+	cached    int     // spans in cache
+	scratch   []*span // coalesce's sort buffer: room for every cached run
 	closed    bool
 	_         [64]byte
 }
@@ -57,8 +56,7 @@ func (p *Pool) NewHeap() *Heap {
 func (p *Pool) newHeapLocked() *Heap {
 	h := &Heap{pool: p, partial: make([]*span, len(p.classSize)), cache: make([]*span, p.nspans+1),
 		// A run is pushed before the cache is trimmed back to its bound.
-		scratch: make([]*span, 0, p.heapCacheSpans+p.nspans),
-		keys:    make([]uintptr, 0, p.heapCacheSpans+p.nspans)}
+		scratch: make([]*span, 0, p.heapCacheSpans+p.nspans)}
 	p.heaps = append(p.heaps, h)
 	return h
 }
@@ -127,8 +125,6 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 		if s, err = p.takeRun(h, k); err != nil {
 			return Buf{}, err
 		}
-	} else if k > 1 {
-		h.ownHeads(s)
 	}
 	s.class = classLarge
 	s.size = uint32(k) << p.spanShift
@@ -249,23 +245,6 @@ func (h *Heap) takeCached(k int) *span {
 	return nil
 }
 
-// ownHeads points every span of s, a run taken from the cache, at s. A
-// cached run's first span always points at it (free, drain and the pool's
-// walks find runs by their first span); the others may still point at
-// the run it was split from, since splitCached sets only the first span of
-// the tail it keeps: an atomic store is a locked instruction, and most of
-// a split tail is split again or merged before it is handed out whole.
-// Find needs them exact for a live run. Spans already right are only read.
-func (h *Heap) ownHeads(s *span) {
-	b := s.blk
-	i := int((s.base - b.base) >> h.pool.spanShift)
-	for x := i + 1; x < i+int(s.k); x++ {
-		if b.heads[x].Load() != s {
-			b.heads[x].Store(s)
-		}
-	}
-}
-
 // splitCached takes the front k spans of the smallest cached run longer
 // than k; the tail stays cached as a run of its own.
 func (h *Heap) splitCached(k int) *span {
@@ -278,10 +257,9 @@ func (h *Heap) splitCached(k int) *span {
 		i := int((s.base-b.base)>>h.pool.spanShift) + k
 		rest := &b.spans[i]
 		rest.k = uint32(j - k)
-		// Only the tail's first span is pointed at it now; the others
-		// still point at s until the tail (or a part of it) is handed
-		// out (ownHeads).
-		b.heads[i].Store(rest)
+		for x := i; x < i+j-k; x++ {
+			b.heads[x].Store(rest)
+		}
 		s.k = uint32(k)
 		h.pushCache(rest)
 		return s
@@ -308,34 +286,17 @@ func (h *Heap) coalesce() bool {
 		h.cache[k] = nil
 	}
 	h.cached = 0
-	shift := h.pool.spanShift
-	mask := uintptr(1)<<shift - 1
-	byKey := len(runs) <= int(mask)+1
-	keys := h.keys[:0]
-	if byKey {
-		// Sort integer keys, a run's base (span-aligned) with its index
-		// in runs in the low bits: the order of the bases without a
-		// comparison call per step. Bases are distinct (cached runs do
-		// not overlap), so the order is the one SortFunc gives.
-		for i, s := range runs {
-			keys = append(keys, s.base|uintptr(i))
-		}
-		slices.Sort(keys)
-	} else {
-		slices.SortFunc(runs, func(a, b *span) int { return cmp.Compare(a.base, b.base) })
-	}
+	slices.SortFunc(runs, func(a, b *span) int { return cmp.Compare(a.base, b.base) })
 	merged := false
+	shift := h.pool.spanShift
 	var cur *span
-	for j := range runs {
-		s := runs[j]
-		if byKey {
-			s = runs[keys[j]&mask]
-		}
+	for _, s := range runs {
 		if cur != nil && s.blk == cur.blk && cur.base+uintptr(cur.k)<<shift == s.base {
-			// s's first span now points into cur; its others are
-			// left for ownHeads.
 			b := s.blk
-			b.heads[(s.base-b.base)>>shift].Store(cur)
+			i := int((s.base - b.base) >> shift)
+			for x := i; x < i+int(s.k); x++ {
+				b.heads[x].Store(cur)
+			}
 			cur.k += s.k
 			s.next = nil
 			merged = true

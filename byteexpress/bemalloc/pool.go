@@ -77,11 +77,7 @@ type block struct {
 	rkey  uint32
 	huge  bool
 	spans []span
-	// heads maps a span index to the run that covers it: exactly for
-	// every span of a live run and for the first span of a run in a heap
-	// cache (the others may point at an older run until the heap hands
-	// it out: Heap.ownHeads); spans free at pool level are set when carved.
-	heads []atomic.Pointer[span]
+	heads []atomic.Pointer[span] // span index -> run that covers it
 	// Pool.mu:
 	free  []uint64 // spans free at pool level
 	nfree int
