@@ -77,7 +77,7 @@ type block struct {
 	rkey  uint32
 	huge  bool
 	spans []span
-	heads []atomic.Pointer[span] // span index -> run that covers it
+	heads []head // span index -> run that covers it
 	// Pool.mu:
 	free  []uint64 // spans free at pool level
 	nfree int
@@ -386,7 +386,7 @@ func (p *Pool) newBlock(n int, huge bool) (*block, error) {
 		return b, nil
 	}
 	b.spans = make([]span, p.nspans)
-	b.heads = make([]atomic.Pointer[span], p.nspans)
+	b.heads = make([]head, p.nspans)
 	b.free = make([]uint64, (p.nspans+63)/64)
 	for i := range p.nspans {
 		s := &b.spans[i]
