@@ -38,19 +38,26 @@ type workload struct {
 	min, max int
 	exp      bool // exponential falloff, else uniform
 	live     int  // working-set slots per goroutine
+	// warm is the untimed warm-up, in iterations per goroutine: enough
+	// for every contender to reach its steady size. Ten working sets (20K
+	// iterations) do for small buffers; for large ones ten working sets
+	// are only 640 iterations, after which both sync.Pool (Go heap
+	// allocations and a higher cost per operation in the timed phase)
+	// and bemalloc (registrations in the timed phase, its footprint
+	// still growing to its cache bound) were still filling; 1000 working
+	// sets (64K iterations) get both within a few blocks or buffers of it.
+	warm int
 }
 
 var workloads = []workload{
-	{name: "small", min: 16, max: 16 << 10, live: 2048},
-	{name: "large", min: 64 << 10, max: 1 << 20, exp: true, live: 64},
+	{name: "small", min: 16, max: 16 << 10, live: 2048, warm: 10 * 2048},
+	{name: "large", min: 64 << 10, max: 1 << 20, exp: true, live: 64, warm: 1000 * 64},
 }
 
 const (
 	sizeTable = 1 << 13
 	crossPct  = 10
 	inboxDiv  = 4 // a receiver's backlog is at most a quarter of a working set
-	// warmRounds is the untimed warm-up, in working-set sizes per goroutine.
-	warmRounds = 10
 )
 
 // sizes draws the size sequence of one goroutine (fixed seed).
@@ -150,8 +157,8 @@ func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocato
 		}
 	}()
 	// Prefill the working sets, warm up (every goroutine churns its working
-	// set warmRounds times, untimed, so that pools and heaps reach their
-	// steady size), then run b.N iterations split over the goroutines.
+	// set for w.warm iterations, untimed, so that pools and heaps reach
+	// their steady size), then run b.N iterations split over the goroutines.
 	for _, wk := range ws {
 		for j := range wk.slots {
 			wk.slots[j] = wk.alloc(wk.sizes[j%sizeTable])
@@ -194,7 +201,7 @@ func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocato
 		start.Done()
 		done.Wait()
 	}
-	phase(func(int) int { return warmRounds * w.live })
+	phase(func(int) int { return w.warm })
 	var regs0 int64
 	if a.regs != nil {
 		regs0 = a.regs()
@@ -551,7 +558,7 @@ func TestFigure4ZeroAllocs(t *testing.T) {
 				x.Bytes()[0] = 1
 				slots[j], it = x, it+1
 			}
-			for range warmRounds * w.live {
+			for range w.warm {
 				step()
 			}
 			regs := p.Stats().Registrations

@@ -95,7 +95,11 @@
 // rpmalloc's 400-span thread cache rounded up to whole blocks) the cache
 // is halved, smallest runs first, into the pool, where each block has a
 // bitmap of free spans: runs coalesce there for free and first-fit serves
-// run requests. A block whose spans are all free is retained, up to
+// run requests. A heap that takes a run from the pool also takes the
+// pool's free runs shorter than it into its cache (up to three quarters of
+// the bound), since heaps come to the pool only for runs their cache lacks
+// and short pieces left there would otherwise never be used again, and the
+// footprint would creep up by a block at a time. A block whose spans are all free is retained, up to
 // RetainBlocks (default 16 blocks, counting cached dedicated runs); beyond
 // that the least recently emptied is deregistered and unmapped.
 // Registration and deregistration run outside the pool lock. Heap.Flush

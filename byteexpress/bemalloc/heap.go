@@ -258,7 +258,7 @@ func (h *Heap) splitCached(k int) *span {
 		rest := &b.spans[i]
 		rest.k = uint32(j - k)
 		for x := i; x < i+j-k; x++ {
-			b.heads[x].Store(rest)
+			b.heads[x].ownerStore(rest)
 		}
 		s.k = uint32(k)
 		h.pushCache(rest)
@@ -295,7 +295,7 @@ func (h *Heap) coalesce() bool {
 			b := s.blk
 			i := int((s.base - b.base) >> shift)
 			for x := i; x < i+int(s.k); x++ {
-				b.heads[x].Store(cur)
+				b.heads[x].ownerStore(cur)
 			}
 			cur.k += s.k
 			s.next = nil

@@ -315,6 +315,11 @@ func TestNoOverlapRandomized(t *testing.T) {
 			if !ok || f.Addr() != l.b.Addr() {
 				t.Fatalf("live buffer %#x not found", l.b.Addr())
 			}
+			// Its last byte too: every span of a run taken from a heap
+			// cache (split, coalesced) must point at it.
+			if g, ok := p.Find(l.b.Addr() + uintptr(l.b.Len()-1)); !ok || g.Addr() != l.b.Addr() {
+				t.Fatalf("last byte of live buffer %#x+%d not found (%#x %v)", l.b.Addr(), l.b.Len(), g.Addr(), ok)
+			}
 			ivs = append(ivs, iv{f.Addr(), f.Addr() + uintptr(f.Len())})
 		}
 		slices.SortFunc(ivs, func(a, b iv) int { return int(a.lo>>4) - int(b.lo>>4) })
@@ -1062,5 +1067,81 @@ func TestSpanBitmapsOnDemand(t *testing.T) {
 	if s.bits == nil {
 		t.Fatal("a freed span lost its bitmap")
 	}
+	closeClean(t, p, pd)
+}
+
+// TestPoolFragmentsGoToHeapCache: short free runs given back to the pool
+// (here by a heap's Flush) are taken into the cache of the next heap that
+// visits the pool for a longer run, and serve its short requests from
+// there, instead of staying at pool level while that heap goes back to the
+// pool (and onto fresh blocks) for every short run.
+func TestPoolFragmentsGoToHeapCache(t *testing.T) {
+	p, pd := newPool(t, Config{})
+	span := p.cfg.SpanSize
+	a, b := p.NewHeap(), p.NewHeap()
+	// Fill one block with runs of 2 spans on heap a, free every other one
+	// and flush: the pool holds 16 free 2-span runs, none adjacent.
+	var held, freed []Buf
+	for i := range p.nspans / 2 {
+		x, err := a.Allocate(2 * span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			freed = append(freed, x)
+		} else {
+			held = append(held, x)
+		}
+	}
+	for _, x := range freed {
+		if err := a.Deallocate(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Flush()
+	first := p.radix.lookup(held[0].addr)
+	p.mu.Lock()
+	got := first.nfree
+	p.mu.Unlock()
+	if got != p.nspans/2 {
+		t.Fatalf("after Flush the first block has %d free spans at pool level, want %d", got, p.nspans/2)
+	}
+	// Heap b needs 4 spans: no run that long in the pool, so a new block.
+	big, err := b.Allocate(4 * span)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Stats().Registrations; r != 2 {
+		t.Fatalf("%d registrations after the 4-span run, want 2", r)
+	}
+	// Its 2-span requests are then served from the fragments it took.
+	visits := p.heapVisits.Load()
+	var small []Buf
+	for range len(freed) {
+		x, err := b.Allocate(2 * span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.radix.lookup(x.addr) != first {
+			t.Errorf("2-span run at %#x is not in the block whose fragments were at pool level", x.addr)
+		}
+		small = append(small, x)
+	}
+	if v := p.heapVisits.Load() - visits; v != 0 {
+		t.Errorf("%d pool visits for %d 2-span runs while the pool's fragments could serve them, want 0", v, len(small))
+	}
+	p.mu.Lock()
+	got = first.nfree
+	p.mu.Unlock()
+	if got != 0 {
+		t.Errorf("%d spans of the first block still free at pool level, want 0", got)
+	}
+	for _, x := range append(append(held, small...), big) {
+		if err := p.Deallocate(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	b.Close()
 	closeClean(t, p, pd)
 }
