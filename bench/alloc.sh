@@ -16,7 +16,7 @@
 # Environment: BENCHTIME (default 1s) and COUNT (default 1) are go test's
 # -benchtime and -count; BEMALLOC_TEST names a test binary built with
 # `go test -c ./byteexpress/bemalloc` to run instead of `go test` (for a
-# machine without the Go toolchain). The 32 benchmarks take about two
+# machine without the Go toolchain). The 40 benchmarks take several
 # minutes at the defaults; 8 goroutines need 8 free cores to mean anything.
 set -eu
 cd "$(dirname "$0")/.."
