@@ -510,6 +510,9 @@ func (n *NIC) Receive(now sim.Time, p *fabric.Packet) {
 		return
 	}
 	if p.Kind == fabric.KindCNP {
+		if q.cc == nil && q.ccOn {
+			q.cc = q.newCC()
+		}
 		if q.cc != nil {
 			q.cc.OnCNP(now)
 		}

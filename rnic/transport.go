@@ -146,7 +146,7 @@ func (q *QP) prepare(now sim.Time) {
 	} else if q.typ == verbs.UD {
 		w := q.wqe(q.sqHead)
 		bytes, first, noDMA, bf, avail = w.length, true, w.inline, w.bf, w.avail
-		xsgl = w.sgl
+		xsgl = q.wsgl(w)
 	} else if q.sndPSN != q.maxPSN {
 		w := q.wqe(q.sqCur)
 		k := int64(psnDiff(q.sndPSN, w.firstPSN))
@@ -154,14 +154,14 @@ func (q *QP) prepare(now sim.Time) {
 			bytes = min(q.mtu, w.length-k*q.mtu)
 		}
 		first, noDMA, avail = k == 0 || !q.warm, w.inline, w.avail
-		xsgl, xoff = w.sgl, k*q.mtu
+		xsgl, xoff = q.wsgl(w), k*q.mtu
 	} else if q.sqNext != q.sqTail {
 		w := q.wqe(q.sqNext)
 		if w.op != verbs.OpRead {
 			bytes = min(q.mtu, w.length)
 		}
 		first, noDMA, bf, avail = true, w.inline, w.bf, w.avail
-		xsgl = w.sgl
+		xsgl = q.wsgl(w)
 	}
 	if bytes < 0 {
 		bytes = 0
@@ -245,6 +245,13 @@ func (q *QP) build(now sim.Time) *fabric.Packet {
 		if r < n.rate {
 			q.nextTxAt = now + sim.TxTime(p.WireBytes(), r)
 		}
+	} else if q.ccOn {
+		// A reaction point before its first CNP: line rate, no
+		// counters; only its clock moves.
+		q.ccNow = max(q.ccNow, now)
+		if r := n.dcqcnCfg.LineRate; r < n.rate {
+			q.nextTxAt = now + sim.TxTime(p.WireBytes(), r)
+		}
 	}
 	q.st.TxPackets++
 	q.st.TxBytes += uint64(p.Size)
@@ -285,7 +292,7 @@ func setPayload(p *fabric.Packet, n int64) []byte {
 // keys. It reports false (and fails the QP) on a local protection error.
 func (q *QP) startWQE(now sim.Time, w *swqe) bool {
 	n := q.nic
-	for _, s := range w.sgl {
+	for _, s := range q.wsgl(w) {
 		if s.Length == 0 {
 			continue
 		}
@@ -411,7 +418,7 @@ func (q *QP) buildReq(now sim.Time) *fabric.Packet {
 			if w.inline {
 				copy(buf, w.data[off:off+mv])
 			} else {
-				n.sgeCopy(w.sgl, off, buf, false)
+				n.sgeCopy(q.wsgl(w), off, buf, false)
 			}
 		}
 		q.sndPSN = psnAdd(q.sndPSN, 1)
@@ -684,7 +691,7 @@ func (q *QP) onReadResp(now, t sim.Time, p *fabric.Packet) {
 		pay = max(0, w.length-off)
 	}
 	if mv := min(pay, int64(len(p.Data))); mv > 0 && !n.cfg.SizesOnly {
-		n.sgeCopy(w.sgl, off, p.Data[:mv], true)
+		n.sgeCopy(q.wsgl(w), off, p.Data[:mv], true)
 	}
 	q.readDataAt = max(q.readDataAt, n.dmaWrite(now, t, pay))
 	n.st.RxPayload += uint64(pay)

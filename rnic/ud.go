@@ -18,7 +18,7 @@ func (q *QP) buildUD(now sim.Time) *fabric.Packet {
 	}
 	w := q.wqe(q.sqHead)
 	if !w.inline {
-		for _, s := range w.sgl {
+		for _, s := range q.wsgl(w) {
 			if s.Length == 0 {
 				continue
 			}
@@ -49,7 +49,7 @@ func (q *QP) buildUD(now sim.Time) *fabric.Packet {
 		if w.inline {
 			copy(buf, w.data)
 		} else {
-			n.sgeCopy(w.sgl, 0, buf, false)
+			n.sgeCopy(q.wsgl(w), 0, buf, false)
 		}
 	}
 	if w.signaled {
