@@ -173,7 +173,7 @@ func (t *IOThread) createEngine(e *engine, c *cmd) {
 	t.engines = append(t.engines, e)
 	e.heapIdx = -1
 	if c.kind == cmdCreatePassive {
-		e.reply = c.reply
+		e.reply = c.conn.reply
 	}
 	if err := e.setup(); err != nil {
 		e.fail(err)
@@ -182,7 +182,7 @@ func (t *IOThread) createEngine(e *engine, c *cmd) {
 	local := e.localInfo()
 	e.connDead = t.now + t.cfg.ConnectTimeout
 	if c.kind == cmdCreatePassive {
-		if err := e.connect(c.info); err != nil {
+		if err := e.connect(c.conn.info); err != nil {
 			e.fail(err)
 			return
 		}
@@ -199,7 +199,7 @@ func (t *IOThread) createEngine(e *engine, c *cmd) {
 		if !e.connectOnce.CompareAndSwap(false, true) {
 			return
 		}
-		t.push(cmd{kind: cmdConnectDone, e: e, info: info, err: err})
+		t.push(cmd{kind: cmdConnectDone, e: e, conn: &connArgs{info: info, err: err}})
 	}
 	e.ep.p.Connector.Connect(e.ep.p.Local, e.remote, local, done)
 }
@@ -411,7 +411,7 @@ func (t *IOThread) shutdown() {
 			t.dealloc(c.buf)
 		case cmdCreatePassive:
 			c.e.state = engFailed
-			c.reply(ConnInfo{}, ErrClosed)
+			c.conn.reply(ConnInfo{}, ErrClosed)
 		case cmdCreate:
 			c.e.state = engFailed
 		}
