@@ -743,12 +743,11 @@ func (q *QP) getRecv(now sim.Time) bool {
 	rq.pop(&q.cur)
 	q.curActive, q.curOff = true, 0
 	q.curBad = false
-	if q.nic.cfg.RecvView && !q.nic.cfg.SizesOnly {
-		if q.curView == nil {
-			q.curView = q.nic.viewGet()
-		}
-		q.curView = q.curView[:0]
-	}
+	// RecvView: the view buffer is taken with the first SEND byte (a
+	// WRITE with immediate consumes a receive but places nothing in it; a
+	// view taken here for it stayed with the QP, 4 KiB each for most of
+	// the training scenario's QPs).
+	q.curView = q.curView[:0]
 	for _, s := range q.cur.sgl {
 		if s.Length == 0 {
 			continue
@@ -851,6 +850,9 @@ func (q *QP) respond(now, t sim.Time, p *fabric.Packet) bool {
 		}
 		if pay > 0 && !cfg.SizesOnly && len(p.Data) >= int(pay) {
 			if cfg.RecvView {
+				if q.curView == nil {
+					q.curView = n.viewGet(max(int(p.MsgLen)-int(q.curOff), int(pay)))
+				}
 				q.curView = append(q.curView, p.Data[:pay]...)
 			} else {
 				n.sgeCopy(q.cur.sgl, q.curOff, p.Data[:pay], true)
