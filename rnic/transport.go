@@ -279,12 +279,16 @@ func (n *NIC) moved(rdma bool, off, pay int64) int64 {
 	return max(0, min(pay, n.cfg.RDMAHead.Bytes()-off))
 }
 
-// setPayload sizes p.Data for n bytes (payload mode).
-func setPayload(p *fabric.Packet, n int64) []byte {
-	if int64(cap(p.Data)) < n {
-		p.Data = make([]byte, n, max(n, 4096))
+// setPayload sizes p.Data for size bytes (payload mode). A packet's buffer
+// is made for the port MTU, the most any packet of this NIC carries (it
+// was 4 KiB whatever the MTU: four times what a 1 KiB-MTU fabric's
+// packets need, 64 MB of the training scenario's heap), and keeps its
+// capacity through the packet pool.
+func (n *NIC) setPayload(p *fabric.Packet, size int64) []byte {
+	if int64(cap(p.Data)) < size {
+		p.Data = make([]byte, size, max(size, int64(n.cfg.PortMTU)))
 	}
-	p.Data = p.Data[:n]
+	p.Data = p.Data[:size]
 	return p.Data
 }
 
@@ -414,7 +418,7 @@ func (q *QP) buildReq(now sim.Time) *fabric.Packet {
 			p.Flags = flagAckReq
 		}
 		if mv := n.moved(write, w.msgOff+off, pay); mv > 0 {
-			buf := setPayload(p, mv)
+			buf := n.setPayload(p, mv)
 			if w.inline {
 				copy(buf, w.data[off:off+mv])
 			} else {
@@ -1028,7 +1032,7 @@ func (q *QP) buildReadResp() *fabric.Packet {
 	}
 	p.Size = size
 	if mv := n.moved(true, off, pay); mv > 0 && j.mr != nil && !j.mr.dead {
-		buf := setPayload(p, mv)
+		buf := n.setPayload(p, mv)
 		base := j.addr - uint64(j.mr.addr) + uint64(off)
 		copy(buf, j.mr.buf[base:base+uint64(mv)])
 	}

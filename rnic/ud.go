@@ -45,7 +45,7 @@ func (q *QP) buildUD(now sim.Time) *fabric.Packet {
 		p.Size += hdrImm
 	}
 	if w.length > 0 && !n.cfg.SizesOnly {
-		buf := setPayload(p, w.length)
+		buf := n.setPayload(p, w.length)
 		if w.inline {
 			copy(buf, w.data)
 		} else {

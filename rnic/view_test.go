@@ -1,6 +1,11 @@
 package rnic
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/verbs"
+)
 
 // TestViewSizeClasses checks that a RecvView buffer is sized by the SEND
 // it holds (not one 4 KiB buffer for every SEND), holds what it was asked
@@ -26,5 +31,23 @@ func TestViewSizeClasses(t *testing.T) {
 	n.viewPut(g)
 	if b := n.viewGet(65); cap(b) < 65 {
 		t.Fatalf("viewGet(65) got cap %d", cap(b))
+	}
+}
+
+// TestPayloadBufferMTU checks that a packet's payload buffer is made for
+// the port MTU (what any packet of the NIC can carry), not a fixed 4 KiB,
+// and that a buffer that already holds the size is kept.
+func TestPayloadBufferMTU(t *testing.T) {
+	for _, mtu := range []int{256, 1024, 4096} {
+		n := &NIC{}
+		n.cfg.PortMTU = verbs.MTU(mtu)
+		p := &fabric.Packet{}
+		b := n.setPayload(p, 100)
+		if len(b) != 100 || cap(b) != mtu {
+			t.Fatalf("MTU %d: setPayload(100) len %d cap %d, want cap %d", mtu, len(b), cap(b), mtu)
+		}
+		if c := n.setPayload(p, int64(mtu)); &c[0] != &b[0] {
+			t.Fatalf("MTU %d: a full-MTU payload reallocated the buffer", mtu)
+		}
 	}
 }
