@@ -19,13 +19,13 @@ const (
 )
 
 type cmd struct {
-	kind  cmdKind
-	e     *engine
-	s     *Socket
-	buf   Buffer
-	n     int
-	dst   RemoteBuffer
-	conn  *connArgs // cmdCreatePassive, cmdConnectDone
+	kind cmdKind
+	e    *engine
+	s    *Socket
+	buf  Buffer
+	n    int
+	dst  RemoteBuffer
+	conn *connArgs // cmdCreatePassive, cmdConnectDone
 }
 
 // connArgs are the arguments of the connection commands, out of line: they

@@ -42,6 +42,8 @@ type IOThread struct {
 	srqSGEs   []verbs.SGE
 	srqReturn []uint32 // consumed, waiting to be re-posted
 
+	wrs wrScratch // the work requests of the post in progress (wrRing.chain)
+
 	inbox  []cmd // commands queued by the polling goroutine's own API calls
 	spare  []cmd
 	mb     Mailbox // commands from other goroutines (nil: there are none)
@@ -102,6 +104,7 @@ func newThread(ep *Endpoint, idx int) (*IOThread, error) {
 		return nil, fmt.Errorf("byteexpress: thread %d: create CQ: %w", idx, err)
 	}
 	t.wc = make([]verbs.WC, t.cfg.PollBatch)
+	t.wrs.init(t.cfg.SQDepth)
 	if t.cfg.UseSRQ {
 		if err := t.setupSRQ(); err != nil {
 			return nil, err
