@@ -282,8 +282,12 @@ func (t *IOThread) dispatch(wc *verbs.WC) {
 		e.fail(fmt.Errorf("byteexpress: receive completion %d out of order on QP %d", idx, wc.QPN))
 		return
 	}
+	if e.drq == nil || e.drq.bytes == nil {
+		e.fail(fmt.Errorf("byteexpress: receive completion %d on QP %d, which has no receive queue of its own", idx, wc.QPN))
+		return
+	}
 	size := t.cfg.RecvBufSize
-	e.onRecv(wc, recvData(wc, e.recvBytes[idx*size:idx*size+size]))
+	e.onRecv(wc, recvData(wc, e.drq.bytes[idx*size:idx*size+size]))
 }
 
 // recvData is the bytes a receive completion delivered: those the provider
