@@ -44,8 +44,7 @@ type swqe struct {
 	pos    uint16
 	nsge   uint8
 	length int64
-	msgOff int64  // SendWR.MsgOffset (RDMAHead counts from the message start)
-	data   []byte // inline payload copy
+	msgOff int64 // SendWR.MsgOffset (RDMAHead counts from the message start)
 	avail  sim.Time
 	// UD destination.
 	dnode fabric.NodeID
@@ -66,6 +65,14 @@ type readJob struct {
 	addr   uint64
 	length int64
 	mr     *MR
+}
+
+// inlineData holds the payload copies of a QP's inline WQEs, data[pos]
+// for the WQE at SQ position pos (cap maxInline once used). Few QPs post
+// inline WQEs (the ByteExpress core posts none), so a QP holds this only
+// from its first: 24 bytes a WQE fewer for the others.
+type inlineData struct {
+	data [][]byte
 }
 
 // QP is a queue pair. Its methods implement verbs.QP. Its one-byte fields
@@ -102,6 +109,7 @@ type QP struct {
 	// Send queue: counters, index = counter mod len(sq).
 	sq                             []swqe
 	sges                           []verbs.SGE // the WQEs' scatter lists, maxSGE each
+	inl                            *inlineData // inline payload copies; nil until the first inline WQE
 	sqHead, sqCur, sqNext, sqTail  uint32
 	sndPSN, maxPSN, unaPSN, hiSent uint32
 	hiAcked                        uint32 // PSN after the highest the responder acknowledged
@@ -571,6 +579,10 @@ func (q *QP) PostSend(wr *verbs.SendWR) (*verbs.SendWR, error) {
 	return bad, err
 }
 
+// wdata is the inline payload copy of w, an inline WQE of q's SQ
+// (payload mode).
+func (q *QP) wdata(w *swqe) []byte { return q.inl.data[w.pos] }
+
 // wsgl is the scatter list of w, a WQE of q's SQ.
 func (q *QP) wsgl(w *swqe) []verbs.SGE {
 	b := int(w.pos) * q.maxSGE
@@ -624,11 +636,16 @@ func (q *QP) fillWQE(s *swqe, w *verbs.SendWR) {
 	s.firstPSN, s.npkts, s.readRcvd = 0, 0, 0
 	if s.inline && !q.nic.cfg.SizesOnly {
 		// Inline data is copied into the WQE at post time.
-		if cap(s.data) < int(s.length) {
-			s.data = make([]byte, s.length, maxInline)
+		if q.inl == nil {
+			q.inl = &inlineData{data: make([][]byte, len(q.sq))}
 		}
-		s.data = s.data[:s.length]
-		if !q.nic.sgeCopy(q.wsgl(s), 0, s.data, false) {
+		d := q.inl.data[s.pos]
+		if cap(d) < int(s.length) {
+			d = make([]byte, s.length, maxInline)
+		}
+		d = d[:s.length]
+		q.inl.data[s.pos] = d
+		if !q.nic.sgeCopy(q.wsgl(s), 0, d, false) {
 			s.inline = false // bad key: fault when executed
 		}
 	}

@@ -420,7 +420,7 @@ func (q *QP) buildReq(now sim.Time) *fabric.Packet {
 		if mv := n.moved(write, w.msgOff+off, pay); mv > 0 {
 			buf := n.setPayload(p, mv)
 			if w.inline {
-				copy(buf, w.data[off:off+mv])
+				copy(buf, q.wdata(w)[off:off+mv])
 			} else {
 				n.sgeCopy(q.wsgl(w), off, buf, false)
 			}

@@ -47,7 +47,7 @@ func (q *QP) buildUD(now sim.Time) *fabric.Packet {
 	if w.length > 0 && !n.cfg.SizesOnly {
 		buf := n.setPayload(p, w.length)
 		if w.inline {
-			copy(buf, w.data)
+			copy(buf, q.wdata(w))
 		} else {
 			n.sgeCopy(q.wsgl(w), 0, buf, false)
 		}

@@ -1,9 +1,12 @@
 package rnic
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/besim/besim/fabric"
+	"github.com/besim/besim/sim"
+	"github.com/besim/besim/units"
 	"github.com/besim/besim/verbs"
 )
 
@@ -48,6 +51,52 @@ func TestPayloadBufferMTU(t *testing.T) {
 		}
 		if c := n.setPayload(p, int64(mtu)); &c[0] != &b[0] {
 			t.Fatalf("MTU %d: a full-MTU payload reallocated the buffer", mtu)
+		}
+	}
+}
+
+// TestInlineCopiedAtPost: an inline SEND and WRITE carry the bytes their
+// source held when they were posted (the NIC copies them into the WQE),
+// not what the application wrote there afterwards, including when the SQ
+// wraps and a WQE position is reused by a non-inline WR between two inline
+// ones.
+func TestInlineCopiedAtPost(t *testing.T) {
+	p := newPair(t, DefaultConfig(), 25*units.Gbps, sim.Microsecond)
+	o := defaultOpts()
+	o.depth = 2
+	a, b := p.rc(t, o)
+	src := newRegion(t, a.pd, 4096, allAccess)
+	dst := newRegion(t, b.pd, 4096, allAccess)
+	for round := 0; round < 3; round++ {
+		fill(src.buf[:64], 10+round)
+		want := append([]byte(nil), src.buf[:64]...)
+		_, err := b.qp.PostRecv(&verbs.RecvWR{ID: uint64(round), SGL: []verbs.SGE{dst.sge(1024, 64)}})
+		must(t, err)
+		wrs := []verbs.SendWR{
+			{ID: 1, Opcode: verbs.OpSend, Flags: verbs.FlagInline, SGL: []verbs.SGE{src.sge(0, 64)}},
+			{ID: 2, Opcode: verbs.OpWrite, Flags: verbs.FlagInline, SGL: []verbs.SGE{src.sge(0, 64)},
+				RemoteAddr: uint64(dst.addr(0)), RKey: dst.mr.RKey()},
+		}
+		wrs[0].Next = &wrs[1]
+		_, err = a.qp.PostSend(&wrs[0])
+		must(t, err)
+		clear(src.buf[:64]) // after the post: must not reach the peer
+		p.waitCQ(t, a.cq, 2, sim.Millisecond)
+		if rwc := p.waitCQ(t, b.cq, 1, sim.Millisecond); rwc[0].Status != verbs.WCSuccess || rwc[0].ByteLen != 64 {
+			t.Fatalf("round %d: receive %+v", round, rwc[0])
+		}
+		if !bytes.Equal(dst.buf[1024:1088], want) || !bytes.Equal(dst.buf[:64], want) {
+			t.Fatalf("round %d: inline SEND/WRITE delivered the bytes written after the post", round)
+		}
+		// A plain WRITE through the same SQ positions in between.
+		fill(src.buf[:64], 20+round)
+		w := verbs.SendWR{ID: 3, Opcode: verbs.OpWrite, SGL: []verbs.SGE{src.sge(0, 64)},
+			RemoteAddr: uint64(dst.addr(2048)), RKey: dst.mr.RKey()}
+		_, err = a.qp.PostSend(&w)
+		must(t, err)
+		p.waitCQ(t, a.cq, 1, sim.Millisecond)
+		if !bytes.Equal(dst.buf[2048:2112], src.buf[:64]) {
+			t.Fatalf("round %d: plain WRITE data differs", round)
 		}
 	}
 }
