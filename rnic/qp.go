@@ -133,7 +133,7 @@ type QP struct {
 	ccNow sim.Time
 
 	// Responder.
-	rq       recvQueue
+	rq       *recvQueue // its own receive queue; nil on an SRQ
 	cur      rwqe
 	ePSN     uint32
 	ackPSN   uint32
@@ -236,6 +236,7 @@ func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 		q.sq[i].pos = uint16(i)
 	}
 	if srq == nil {
+		q.rq = new(recvQueue)
 		q.rq.init(max(attr.MaxRecvWR, 1), q.maxSGE)
 		if attr.MaxRecvWR == 0 {
 			q.rq.ring = q.rq.ring[:0]
@@ -435,7 +436,9 @@ func (q *QP) resetTransport() {
 	q.prepared, q.warm = false, false
 	q.readyAt, q.nextTxAt = 0, 0
 	q.cc, q.ccOn, q.ccNow, q.npOn = nil, false, 0, false
-	q.rq.head, q.rq.n = 0, 0
+	if q.rq != nil {
+		q.rq.head, q.rq.n = 0, 0
+	}
 	q.nakSent, q.curActive, q.wrActive, q.ackPending = false, false, false, false
 	q.rdHead, q.rdN = 0, 0
 	q.wrMR = nil

@@ -737,11 +737,11 @@ func (q *QP) buildAck(now sim.Time) *fabric.Packet {
 
 // getRecv takes the next receive WQE (own RQ or SRQ) into q.cur.
 func (q *QP) getRecv(now sim.Time) bool {
-	rq := &q.rq
+	rq := q.rq
 	if q.srq != nil {
 		rq = &q.srq.rq
 	}
-	if rq.peek(now) == nil {
+	if !rq.ready(now) {
 		return false
 	}
 	rq.pop(&q.cur)
