@@ -36,11 +36,12 @@ type IOThread struct {
 	cqUsed  int
 
 	// SRQ mode: one receive buffer per SRQ entry.
-	srqMem    Buffer
-	srqBytes  []byte
-	srqWRs    []verbs.RecvWR
-	srqSGEs   []verbs.SGE
-	srqReturn []uint32 // consumed, waiting to be re-posted
+	srqMem      Buffer
+	srqBytes    []byte
+	srqDepth    int
+	srqPost     []verbs.RecvWR // the WRs of a re-post (repostSRQ)
+	srqPostSGEs []verbs.SGE
+	srqReturn   []uint32 // consumed, waiting to be re-posted
 
 	wrs wrScratch // the work requests of the post in progress (wrRing.chain)
 
@@ -252,7 +253,7 @@ func (t *IOThread) dispatch(wc *verbs.WC) {
 	}
 	idx := int(wc.WRID &^ (wrRecv | wrSRQ))
 	if wc.WRID&wrSRQ != 0 {
-		if idx >= len(t.srqWRs) {
+		if idx >= t.srqDepth {
 			t.stats.StrayCQEs++
 			return
 		}
