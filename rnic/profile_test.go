@@ -42,6 +42,12 @@ func TestDCQCNProfilesTwoFlows(t *testing.T) {
 					t.Fatal("no CNP in 10 ms")
 				}
 				s.k.RunUntil(now)
+				// Until its first CNP a QP holds no reaction point
+				// (one is allocated with the CNP) and sends at line rate.
+				if q.Stats().CNPsHandled == 0 && (q.cc != nil || q.Rate() != line) {
+					t.Fatalf("%v, before the first CNP (%d packets sent): reaction point %v, rate %d; want none and line rate",
+						now, q.Stats().TxPackets, q.cc, q.Rate())
+				}
 			}
 			want := units.Rate(float64(line) * (1 - p.dc.InitialAlpha/2))
 			if q.Rate() != want || q.cc.(*dcqcn.ReactionPoint).Stats().Decreases != 1 {
