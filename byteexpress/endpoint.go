@@ -188,7 +188,7 @@ func (ep *Endpoint) HandleConnect(from Addr, peer ConnInfo, reply func(ConnInfo,
 	if k := (engKey{from, e.label}); ep.table[k] == nil {
 		ep.table[k] = e
 	}
-	ok := e.th.push(cmd{kind: cmdCreatePassive, e: e, info: peer, reply: reply})
+	ok := e.th.push(cmd{kind: cmdCreatePassive, e: e, conn: &connArgs{info: peer, reply: reply}})
 	ep.mu.Unlock()
 	if !ok {
 		reply(ConnInfo{}, ErrClosed)

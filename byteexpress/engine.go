@@ -51,11 +51,10 @@ type engine struct {
 	smallMax int // largest inline message
 	peerFrag int // the peer's S, for pre-known buffer lengths
 
-	// The dedicated receive queue (nil in SRQ mode).
-	recvMem   Buffer
-	recvBytes []byte
-	rwrs      []verbs.RecvWR
-	rsges     []verbs.SGE
+	// The dedicated receive queue (nil in SRQ mode, where a server holds
+	// one engine per client host: out of line, it costs those engines one
+	// pointer instead of 96 bytes).
+	drq *dedicatedRQ
 
 	// Sockets.
 	mine    map[uint32]*Socket // opened here
@@ -80,6 +79,15 @@ type engine struct {
 	listIdx     int
 	connectOnce atomic.Bool
 	reply       func(ConnInfo, error)
+}
+
+// dedicatedRQ is an engine's own receive queue: RQDepth buffers of
+// RecvBufSize bytes and their work requests.
+type dedicatedRQ struct {
+	mem   Buffer
+	bytes []byte
+	wrs   []verbs.RecvWR
+	sges  []verbs.SGE
 }
 
 type engState uint8
@@ -159,27 +167,29 @@ func (e *engine) setup() error {
 	if t.srq == nil {
 		d := cfg.RQDepth
 		e.cred.rqDepth = d
-		if e.recvMem, err = t.allocate(d * cfg.RecvBufSize); err != nil {
+		r := &dedicatedRQ{}
+		e.drq = r
+		if r.mem, err = t.allocate(d * cfg.RecvBufSize); err != nil {
 			return err
 		}
-		e.recvBytes = e.recvMem.Bytes()
-		e.rwrs = make([]verbs.RecvWR, d)
-		e.rsges = make([]verbs.SGE, d)
-		for i := range e.rwrs {
-			e.rsges[i] = verbs.SGE{Addr: e.recvMem.Addr() + uintptr(i*cfg.RecvBufSize),
-				Length: uint32(cfg.RecvBufSize), LKey: e.recvMem.LKey()}
-			e.rwrs[i].SGL = e.rsges[i : i+1 : i+1]
-			e.rwrs[i].ID = wrRecv | uint64(i)
+		r.bytes = r.mem.Bytes()
+		r.wrs = make([]verbs.RecvWR, d)
+		r.sges = make([]verbs.SGE, d)
+		for i := range r.wrs {
+			r.sges[i] = verbs.SGE{Addr: r.mem.Addr() + uintptr(i*cfg.RecvBufSize),
+				Length: uint32(cfg.RecvBufSize), LKey: r.mem.LKey()}
+			r.wrs[i].SGL = r.sges[i : i+1 : i+1]
+			r.wrs[i].ID = wrRecv | uint64(i)
 			if i+1 < d {
-				e.rwrs[i].Next = &e.rwrs[i+1]
+				r.wrs[i].Next = &r.wrs[i+1]
 			}
 		}
 		t.ops.PostRecvs++
 		t.ops.RecvWRs += d
-		if _, err := qp.PostRecv(&e.rwrs[0]); err != nil {
+		if _, err := qp.PostRecv(&r.wrs[0]); err != nil {
 			return fmt.Errorf("byteexpress: post receives: %w", err)
 		}
-		e.rwrs[d-1].Next = nil
+		r.wrs[d-1].Next = nil
 	}
 	return nil
 }

@@ -32,22 +32,24 @@ func TestRingSegments(t *testing.T) {
 	if !r.full() || r.pendingWRs() != 4 || r.inFlight() != 0 {
 		t.Fatalf("after 4 pushes: full %v pending %d in flight %d", r.full(), r.pendingWRs(), r.inFlight())
 	}
-	first, n := r.chain()
-	if n != 4 || first != &r.wrs[0] {
-		t.Fatalf("chain: %d WRs from %p, want 4 from %p", n, first, &r.wrs[0])
+	var sc wrScratch
+	sc.init(4)
+	first, n := r.chain(&sc)
+	if n != 4 || first != &sc.wrs[0] {
+		t.Fatalf("chain: %d WRs from %p, want 4 from %p", n, first, &sc.wrs[0])
 	}
 	// One doorbell: a linked list, only the last signalled, SEND lengths set.
 	for i := 0; i < 4; i++ {
-		wr := &r.wrs[i]
+		wr := &sc.wrs[i]
 		last := i == 3
 		if (wr.Flags == verbs.FlagSignaled) != last || (wr.Next == nil) != last {
 			t.Errorf("WR %d: flags %v next %v", i, wr.Flags, wr.Next)
 		}
-		if r.sges[i].Length != uint32(10*(i+1)) {
-			t.Errorf("WR %d: SGE length %d, want %d", i, r.sges[i].Length, 10*(i+1))
+		if wr.ID != uint64(i) || len(wr.SGL) != 1 || wr.SGL[0].Length != uint32(10*(i+1)) {
+			t.Errorf("WR %d: ID %d, SGL %v, want ID %d and one SGE of length %d", i, wr.ID, wr.SGL, i, 10*(i+1))
 		}
 	}
-	if _, n := r.chain(); n != 0 {
+	if _, n := r.chain(&sc); n != 0 {
 		t.Fatalf("second chain posted %d WRs, want none", n)
 	}
 	if in, pend := r.bytes(); in != 100 || pend != 0 {
@@ -98,6 +100,8 @@ func TestRingSegments(t *testing.T) {
 func TestRingStagingLowestFree(t *testing.T) {
 	var r wrRing
 	r.init(70)
+	var sc wrScratch
+	sc.init(70)
 	for n := 0; n < 200; n++ {
 		_, i := r.push()
 		r.slots[i] = wrSlot{kind: slotSend, bytes: 1}
@@ -106,7 +110,7 @@ func TestRingStagingLowestFree(t *testing.T) {
 		}
 		_, i = r.push()
 		r.slots[i] = wrSlot{kind: slotWrite, bytes: 1}
-		r.chain()
+		r.chain(&sc)
 		if err := r.check(); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +124,7 @@ func TestRingStagingLowestFree(t *testing.T) {
 			t.Fatalf("SEND %d: staging slot %d (ok %v), want %d", want, s, ok, want)
 		}
 	}
-	r.chain()
+	r.chain(&sc)
 	// Free 3 and 66 (positions of the SENDs that took them), take again.
 	r.freeStage(66)
 	r.freeStage(3)
@@ -149,7 +153,7 @@ func TestRingLastWrite(t *testing.T) {
 	for k, addr := range []uintptr{0x1000, 0x2000, 0x1800, 0x5000} {
 		_, i := r.push()
 		r.slots[i] = wrSlot{kind: slotWrite, bytes: k + 1}
-		r.sges[i].Addr = addr
+		r.slots[i].sge.Addr = addr
 	}
 	if sl := r.lastWrite(0x1000, 0x2000); sl != &r.slots[2] {
 		t.Fatalf("lastWrite found %p, want the newest WRITE in range %p", sl, &r.slots[2])

@@ -20,18 +20,19 @@ func (e *engine) repost() {
 			return
 		}
 		d := uint64(e.cred.rqDepth)
+		wrs := e.drq.wrs
 		for j := range uint64(k) {
 			i := (first + j) % d
 			if j+1 < uint64(k) {
-				e.rwrs[i].Next = &e.rwrs[(i+1)%d]
+				wrs[i].Next = &wrs[(i+1)%d]
 			} else {
-				e.rwrs[i].Next = nil
+				wrs[i].Next = nil
 			}
 		}
 		e.cred.reposted(k)
 		t.ops.PostRecvs++
 		t.ops.RecvWRs += k
-		if _, err := e.qp.PostRecv(&e.rwrs[first]); err != nil {
+		if _, err := e.qp.PostRecv(&wrs[first]); err != nil {
 			e.fail(fmt.Errorf("byteexpress: post_recv: %w", err))
 			return
 		}

@@ -10,13 +10,15 @@ import (
 // wrRing is an engine's work-request ring of SQDepth entries (paper §5.4.1,
 // Figure 7). Indices are absolute and only grow: [head, pend) are in
 // flight (posted, not completed), [pend, tail) pending (prepared, not yet
-// posted), the rest free. The WR at index i lives in wrs[i%depth]; its
-// scatter entry and bookkeeping in sges and slots at the same position.
-// The ring counts entries; bytes are the send window's business.
+// posted), the rest free. The entry at index i lives in slots[i%depth]:
+// its bookkeeping and what its work request needs. The verbs.SendWRs
+// themselves are built only when the pending entries are posted (chain),
+// in the thread's wrScratch: a provider copies a work request when it is
+// posted, so keeping a 96-byte SendWR and its SGE per entry for the
+// engine's life (1,096 bytes a ring at depth 8, against 520 now) bought
+// nothing. The ring counts entries; bytes are the send window's business.
 type wrRing struct {
 	depth uint64
-	wrs   []verbs.SendWR
-	sges  []verbs.SGE
 	slots []wrSlot
 	head  uint64
 	pend  uint64
@@ -37,23 +39,38 @@ const (
 	slotWrite
 )
 
-// wrSlot is the bookkeeping of one ring entry.
+// wrSlot is one ring entry: its bookkeeping and its work request's fields
+// (the SGE's length is bytes for a SEND, set when it is posted).
 type wrSlot struct {
-	kind  slotKind
-	stage uint32 // a SEND's staging slot
-	bytes int
-	msg   *outMsg // completion of this WR finishes msg (its last fragment)
+	kind   slotKind
+	op     verbs.Opcode
+	stage  uint32 // a SEND's staging slot
+	imm    uint32
+	rkey   uint32
+	bytes  int
+	msg    *outMsg // completion of this WR finishes msg (its last fragment)
+	raddr  uint64
+	msgOff uint64
+	sge    verbs.SGE
 }
 
-// init allocates a ring of depth entries, each WR pointing at its own SGE.
+// wrScratch is where chain builds the work requests of one post: an I/O
+// thread's, shared by its engines (a post is over before the next begins).
+type wrScratch struct {
+	wrs  []verbs.SendWR
+	sges []verbs.SGE
+}
+
+// init sizes s for posts of up to depth work requests.
+func (s *wrScratch) init(depth int) {
+	s.wrs = make([]verbs.SendWR, depth)
+	s.sges = make([]verbs.SGE, depth)
+}
+
+// init allocates a ring of depth entries.
 func (r *wrRing) init(depth int) {
 	r.depth = uint64(depth)
-	r.wrs = make([]verbs.SendWR, depth)
-	r.sges = make([]verbs.SGE, depth)
 	r.slots = make([]wrSlot, depth)
-	for i := range r.wrs {
-		r.wrs[i].SGL = r.sges[i : i+1 : i+1]
-	}
 	r.stageFree = make([]uint64, (depth+63)/64)
 	r.freeAllStages()
 }
@@ -104,32 +121,37 @@ func (r *wrRing) push() (idx, i uint64) {
 // lastPos is the array position of the newest entry (tail-1).
 func (r *wrRing) lastPos() uint64 { return (r.tail - 1) % r.depth }
 
-// chain links the pending WRs into one list for a single PostSend,
-// signalling only the last (selective signalling), and moves them to in
-// flight. SEND lengths are fixed here, since records may have extended
-// them. It returns the first WR and the count; n is 0 if none is pending.
-func (r *wrRing) chain() (first *verbs.SendWR, n int) {
+// chain builds the pending WRs in s as one linked list for a single
+// PostSend, signalling only the last (selective signalling), and moves
+// them to in flight. SEND lengths are fixed here, since records may have
+// extended them. It returns the first WR and the count; n is 0 if none is
+// pending. The list is valid until the next chain into s.
+func (r *wrRing) chain(s *wrScratch) (first *verbs.SendWR, n int) {
 	if r.tail == r.pend {
 		return nil, 0
 	}
-	for i := r.pend; i < r.tail; i++ {
-		k := i % r.depth
-		wr := &r.wrs[k]
-		if r.slots[k].kind == slotSend {
-			r.sges[k].Length = uint32(r.slots[k].bytes)
+	n = int(r.tail - r.pend)
+	if len(s.wrs) < n {
+		s.init(int(r.depth))
+	}
+	for j := 0; j < n; j++ {
+		i := r.pend + uint64(j)
+		sl := &r.slots[i%r.depth]
+		s.sges[j] = sl.sge
+		if sl.kind == slotSend {
+			s.sges[j].Length = uint32(sl.bytes)
 		}
-		wr.Flags = 0
-		if i+1 < r.tail {
-			wr.Next = &r.wrs[(i+1)%r.depth]
+		wr := &s.wrs[j]
+		*wr = verbs.SendWR{ID: i, SGL: s.sges[j : j+1 : j+1], Opcode: sl.op, Imm: sl.imm,
+			RemoteAddr: sl.raddr, RKey: sl.rkey, MsgOffset: sl.msgOff}
+		if j+1 < n {
+			wr.Next = &s.wrs[j+1]
 		} else {
-			wr.Next = nil
 			wr.Flags = verbs.FlagSignaled
 		}
 	}
-	n = int(r.tail - r.pend)
-	first = &r.wrs[r.pend%r.depth]
 	r.pend = r.tail
-	return first, n
+	return &s.wrs[0], n
 }
 
 // checkCompletion verifies that a completion names an in-flight WR.
@@ -159,7 +181,7 @@ func (r *wrRing) lastWrite(base, end uintptr) *wrSlot {
 	for i := r.tail; i > r.head; i-- {
 		k := (i - 1) % r.depth
 		if r.slots[k].kind == slotWrite {
-			if a := r.sges[k].Addr; a >= base && a < end {
+			if a := r.slots[k].sge.Addr; a >= base && a < end {
 				return &r.slots[k]
 			}
 		}

@@ -30,7 +30,7 @@ func (e *engine) openSend(need int) bool {
 		st.WindowStalls++
 		return false
 	}
-	idx, i := e.ring.push()
+	_, i := e.ring.push()
 	if e.cred.on {
 		if c := e.cred.take(); c < st.MinCredits {
 			st.MinCredits = c
@@ -47,9 +47,8 @@ func (e *engine) openSend(need int) bool {
 	ret := e.cred.claimReturn()
 	putHeader(e.stagingBytes[off:off+hdrSize], uint32(ret))
 	st.CreditsReturned += ret
-	wr := &e.ring.wrs[i]
-	wr.ID, wr.Opcode, wr.Imm, wr.RemoteAddr, wr.RKey, wr.MsgOffset = idx, verbs.OpSend, 0, 0, 0, 0
-	e.ring.sges[i] = verbs.SGE{Addr: e.staging.Addr() + uintptr(off), LKey: e.staging.LKey()}
+	sl.op, sl.imm, sl.raddr, sl.rkey, sl.msgOff = verbs.OpSend, 0, 0, 0, 0
+	sl.sge = verbs.SGE{Addr: e.staging.Addr() + uintptr(off), LKey: e.staging.LKey()}
 	e.win.add(hdrSize)
 	e.curOpen, e.curFill = true, hdrSize
 	return true
@@ -92,16 +91,15 @@ func (e *engine) openWrite(m *outMsg, n int, last bool) bool {
 		st.WindowStalls++
 		return false
 	}
-	idx, i := e.ring.push()
+	_, i := e.ring.push()
 	sl := &e.ring.slots[i]
 	sl.kind, sl.bytes, sl.msg = slotWrite, n, nil
-	wr := &e.ring.wrs[i]
-	wr.ID, wr.Opcode, wr.Imm = idx, verbs.OpWrite, 0
-	wr.RemoteAddr, wr.RKey = m.raddr+uint64(m.off), m.rkey
-	wr.MsgOffset = uint64(m.off) // a simulated NIC moves only a message's head (rnic.Config.RDMAHead)
-	e.ring.sges[i] = verbs.SGE{Addr: m.buf.Addr() + uintptr(m.off), Length: uint32(n), LKey: m.buf.LKey()}
+	sl.op, sl.imm = verbs.OpWrite, 0
+	sl.raddr, sl.rkey = m.raddr+uint64(m.off), m.rkey
+	sl.msgOff = uint64(m.off) // a simulated NIC moves only a message's head (rnic.Config.RDMAHead)
+	sl.sge = verbs.SGE{Addr: m.buf.Addr() + uintptr(m.off), Length: uint32(n), LKey: m.buf.LKey()}
 	if last {
-		wr.Opcode, wr.Imm = verbs.OpWriteImm, m.imm
+		sl.op, sl.imm = verbs.OpWriteImm, m.imm
 		sl.msg = m
 		if e.cred.on {
 			if c := e.cred.take(); c < st.MinCredits {
@@ -120,7 +118,7 @@ func (e *engine) post() {
 	if e.state != engUp {
 		return
 	}
-	first, n := e.ring.chain()
+	first, n := e.ring.chain(&e.th.wrs)
 	if n == 0 {
 		return
 	}

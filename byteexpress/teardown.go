@@ -185,9 +185,9 @@ func (e *engine) teardown(err error, shutdown bool) {
 		}
 	}
 	e.ctrl = nil
-	if !e.recvMem.IsZero() {
-		t.dealloc(e.recvMem)
-		e.recvMem, e.recvBytes = Buffer{}, nil
+	if r := e.drq; r != nil && !r.mem.IsZero() {
+		t.dealloc(r.mem)
+		r.mem, r.bytes = Buffer{}, nil
 	}
 	if !e.staging.IsZero() {
 		t.dealloc(e.staging)

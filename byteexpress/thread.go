@@ -36,11 +36,14 @@ type IOThread struct {
 	cqUsed  int
 
 	// SRQ mode: one receive buffer per SRQ entry.
-	srqMem    Buffer
-	srqBytes  []byte
-	srqWRs    []verbs.RecvWR
-	srqSGEs   []verbs.SGE
-	srqReturn []uint32 // consumed, waiting to be re-posted
+	srqMem      Buffer
+	srqBytes    []byte
+	srqDepth    int
+	srqPost     []verbs.RecvWR // the WRs of a re-post (repostSRQ)
+	srqPostSGEs []verbs.SGE
+	srqReturn   []uint32 // consumed, waiting to be re-posted
+
+	wrs wrScratch // the work requests of the post in progress (wrRing.chain)
 
 	inbox  []cmd // commands queued by the polling goroutine's own API calls
 	spare  []cmd
@@ -102,6 +105,7 @@ func newThread(ep *Endpoint, idx int) (*IOThread, error) {
 		return nil, fmt.Errorf("byteexpress: thread %d: create CQ: %w", idx, err)
 	}
 	t.wc = make([]verbs.WC, t.cfg.PollBatch)
+	t.wrs.init(t.cfg.SQDepth)
 	if t.cfg.UseSRQ {
 		if err := t.setupSRQ(); err != nil {
 			return nil, err
@@ -173,7 +177,7 @@ func (t *IOThread) createEngine(e *engine, c *cmd) {
 	t.engines = append(t.engines, e)
 	e.heapIdx = -1
 	if c.kind == cmdCreatePassive {
-		e.reply = c.reply
+		e.reply = c.conn.reply
 	}
 	if err := e.setup(); err != nil {
 		e.fail(err)
@@ -182,7 +186,7 @@ func (t *IOThread) createEngine(e *engine, c *cmd) {
 	local := e.localInfo()
 	e.connDead = t.now + t.cfg.ConnectTimeout
 	if c.kind == cmdCreatePassive {
-		if err := e.connect(c.info); err != nil {
+		if err := e.connect(c.conn.info); err != nil {
 			e.fail(err)
 			return
 		}
@@ -199,7 +203,7 @@ func (t *IOThread) createEngine(e *engine, c *cmd) {
 		if !e.connectOnce.CompareAndSwap(false, true) {
 			return
 		}
-		t.push(cmd{kind: cmdConnectDone, e: e, info: info, err: err})
+		t.push(cmd{kind: cmdConnectDone, e: e, conn: &connArgs{info: info, err: err}})
 	}
 	e.ep.p.Connector.Connect(e.ep.p.Local, e.remote, local, done)
 }
@@ -249,7 +253,7 @@ func (t *IOThread) dispatch(wc *verbs.WC) {
 	}
 	idx := int(wc.WRID &^ (wrRecv | wrSRQ))
 	if wc.WRID&wrSRQ != 0 {
-		if idx >= len(t.srqWRs) {
+		if idx >= t.srqDepth {
 			t.stats.StrayCQEs++
 			return
 		}
@@ -279,8 +283,12 @@ func (t *IOThread) dispatch(wc *verbs.WC) {
 		e.fail(fmt.Errorf("byteexpress: receive completion %d out of order on QP %d", idx, wc.QPN))
 		return
 	}
+	if e.drq == nil || e.drq.bytes == nil {
+		e.fail(fmt.Errorf("byteexpress: receive completion %d on QP %d, which has no receive queue of its own", idx, wc.QPN))
+		return
+	}
 	size := t.cfg.RecvBufSize
-	e.onRecv(wc, recvData(wc, e.recvBytes[idx*size:idx*size+size]))
+	e.onRecv(wc, recvData(wc, e.drq.bytes[idx*size:idx*size+size]))
 }
 
 // recvData is the bytes a receive completion delivered: those the provider
@@ -411,7 +419,7 @@ func (t *IOThread) shutdown() {
 			t.dealloc(c.buf)
 		case cmdCreatePassive:
 			c.e.state = engFailed
-			c.reply(ConnInfo{}, ErrClosed)
+			c.conn.reply(ConnInfo{}, ErrClosed)
 		case cmdCreate:
 			c.e.state = engFailed
 		}

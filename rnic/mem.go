@@ -1,6 +1,7 @@
 package rnic
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"github.com/besim/besim/fabric"
@@ -19,23 +20,46 @@ func memAt(addr uintptr, length int) []byte {
 	return unsafe.Slice((*byte)(p), length)
 }
 
-// viewGet takes a RecvView buffer (empty, any capacity) from the NIC's free
-// list; viewPut returns one. Buffers keep the capacity they grew to, so a
-// steady state allocates nothing.
-func (n *NIC) viewGet() []byte {
-	if k := len(n.views); k > 0 {
-		b := n.views[k-1]
-		n.views[k-1] = nil
-		n.views = n.views[:k-1]
+// RecvView buffers come in power-of-two size classes from 64 bytes: a
+// buffer of class c has capacity at least 64<<c.
+const (
+	viewMinShift = 6
+	viewClasses  = 26 // 64 B .. 2 GiB, the largest message
+)
+
+// viewClass is the smallest class whose buffers hold n bytes.
+func viewClass(n int) int {
+	if n <= 1<<viewMinShift {
+		return 0
+	}
+	return min(bits.Len(uint(n-1))-viewMinShift, viewClasses-1)
+}
+
+// viewGet takes a RecvView buffer (empty, room for at least n bytes: the
+// SEND's length) from the NIC's free list of its size class; viewPut
+// returns one to the class its capacity fills. Buffers are reused, so a
+// steady state allocates nothing. Sizing by the message (rather than one
+// 4 KiB buffer for any SEND) matters where many completions wait to be
+// polled at once: a training server's NIC held hundreds of 4 KiB buffers
+// for SENDs of tens of bytes (about 140 MB over the scenario).
+func (n *NIC) viewGet(size int) []byte {
+	c := viewClass(size)
+	if k := len(n.views[c]); k > 0 {
+		b := n.views[c][k-1]
+		n.views[c][k-1] = nil
+		n.views[c] = n.views[c][:k-1]
 		return b[:0]
 	}
-	return make([]byte, 0, 4096)
+	return make([]byte, 0, 1<<(c+viewMinShift))
 }
 
 func (n *NIC) viewPut(b []byte) {
-	if b != nil {
-		n.views = append(n.views, b[:0])
+	if b == nil {
+		return
 	}
+	// The largest class whose size cap(b) reaches.
+	c := min(max(bits.Len(uint(cap(b)))-1-viewMinShift, 0), viewClasses-1)
+	n.views[c] = append(n.views[c], b[:0])
 }
 
 // GID encoding: an IPv4-mapped IPv6 address ::ffff:10.a.b.c whose low 24 bits

@@ -49,8 +49,8 @@ type NIC struct {
 	cfg  Config
 	up   fabric.Uplink
 	pool *fabric.Pool
-	// views are free RecvView buffers (see viewGet).
-	views [][]byte
+	// views are free RecvView buffers by size class (see viewGet).
+	views [viewClasses][][]byte
 	node  fabric.NodeID
 	rate  units.Rate
 	ctxs  int
@@ -510,6 +510,9 @@ func (n *NIC) Receive(now sim.Time, p *fabric.Packet) {
 		return
 	}
 	if p.Kind == fabric.KindCNP {
+		if q.cc == nil && q.ccOn {
+			q.cc = q.newCC()
+		}
 		if q.cc != nil {
 			q.cc.OnCNP(now)
 		}

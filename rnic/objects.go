@@ -502,7 +502,8 @@ func (cq *CQ) Destroy() error {
 	return nil
 }
 
-// rwqe is a posted receive.
+// rwqe is a receive the responder took from its queue (QP.cur), with its
+// own SGL storage.
 type rwqe struct {
 	id    uint64
 	sgl   []verbs.SGE
@@ -510,22 +511,29 @@ type rwqe struct {
 	avail sim.Time
 }
 
+// posted is a receive waiting in a queue's ring; its SGL is
+// sges[i*maxSGE:][:nsge] for ring position i (32 bytes instead of an
+// rwqe's 48: 16 KiB less per 1,024-deep SRQ).
+type posted struct {
+	id    uint64
+	total int64
+	avail sim.Time
+	nsge  uint8
+}
+
 // recvQueue is a ring of receive WQEs (a QP's RQ or an SRQ).
 type recvQueue struct {
-	ring   []rwqe
+	ring   []posted
+	sges   []verbs.SGE // one backing array for every WQE's SGL
 	head   int
 	n      int
 	maxSGE int
 }
 
 func (rq *recvQueue) init(depth, sge int) {
-	rq.ring = make([]rwqe, depth)
+	rq.ring = make([]posted, depth)
 	rq.maxSGE = max(sge, 1)
-	m := rq.maxSGE
-	sges := make([]verbs.SGE, depth*m) // one backing array for every WQE's SGL
-	for i := range rq.ring {
-		rq.ring[i].sgl = sges[i*m : i*m : (i+1)*m]
-	}
+	rq.sges = make([]verbs.SGE, depth*rq.maxSGE)
 }
 
 // post appends a chain; it charges cpu and returns the first WR not posted.
@@ -550,7 +558,7 @@ func (rq *recvQueue) post(ctx *Context, wr *verbs.RecvWR) (*verbs.RecvWR, error)
 		}
 		e := &rq.ring[i]
 		e.id = w.ID
-		e.sgl = append(e.sgl[:0], w.SGL...)
+		e.nsge = uint8(copy(rq.sges[i*rq.maxSGE:(i+1)*rq.maxSGE], w.SGL))
 		e.total = 0
 		for _, s := range w.SGL {
 			e.total += int64(s.Length)
@@ -570,12 +578,9 @@ func (rq *recvQueue) post(ctx *Context, wr *verbs.RecvWR) (*verbs.RecvWR, error)
 	return bad, err
 }
 
-// peek returns the oldest receive if it is visible to the NIC at now.
-func (rq *recvQueue) peek(now sim.Time) *rwqe {
-	if rq.n == 0 || rq.ring[rq.head].avail > now {
-		return nil
-	}
-	return &rq.ring[rq.head]
+// ready reports whether the oldest receive is visible to the NIC at now.
+func (rq *recvQueue) ready(now sim.Time) bool {
+	return rq.n > 0 && rq.ring[rq.head].avail <= now
 }
 
 // pop removes the oldest receive, copying it into dst (which keeps its own
@@ -583,7 +588,8 @@ func (rq *recvQueue) peek(now sim.Time) *rwqe {
 func (rq *recvQueue) pop(dst *rwqe) {
 	e := &rq.ring[rq.head]
 	dst.id, dst.total, dst.avail = e.id, e.total, e.avail
-	dst.sgl = append(dst.sgl[:0], e.sgl...)
+	b := rq.head * rq.maxSGE
+	dst.sgl = append(dst.sgl[:0], rq.sges[b:b+int(e.nsge)]...)
 	rq.head++
 	if rq.head == len(rq.ring) {
 		rq.head = 0

@@ -42,15 +42,21 @@ func TestDCQCNProfilesTwoFlows(t *testing.T) {
 					t.Fatal("no CNP in 10 ms")
 				}
 				s.k.RunUntil(now)
+				// Until its first CNP a QP holds no reaction point
+				// (one is allocated with the CNP) and sends at line rate.
+				if q.Stats().CNPsHandled == 0 && (q.cc != nil || q.Rate() != line) {
+					t.Fatalf("%v, before the first CNP (%d packets sent): reaction point %v, rate %d; want none and line rate",
+						now, q.Stats().TxPackets, q.cc, q.Rate())
+				}
 			}
 			want := units.Rate(float64(line) * (1 - p.dc.InitialAlpha/2))
-			if q.Rate() != want || q.rp.Stats().Decreases != 1 {
-				t.Fatalf("first CNP: rate %d, %d decreases; want %d (1 - %v/2 of line rate)", q.Rate(), q.rp.Stats().Decreases, want, p.dc.InitialAlpha)
+			if q.Rate() != want || q.cc.(*dcqcn.ReactionPoint).Stats().Decreases != 1 {
+				t.Fatalf("first CNP: rate %d, %d decreases; want %d (1 - %v/2 of line rate)", q.Rate(), q.cc.(*dcqcn.ReactionPoint).Stats().Decreases, want, p.dc.InitialAlpha)
 			}
 			const end = 30 * sim.Millisecond
 			s.k.RunUntil(end)
 			for i, a := range snd {
-				st, tx := a.qp.rp.Stats(), a.qp.Stats().TxBytes
+				st, tx := a.qp.cc.(*dcqcn.ReactionPoint).Stats(), a.qp.Stats().TxBytes
 				t.Logf("flow %d: %+v, %d bytes sent, rate now %.2f Gb/s", i, st, tx, float64(a.qp.Rate())/1e9)
 				if st.Decreases == 0 || st.TimerExpiries > uint64(end/p.dc.RateTimer)+st.Decreases ||
 					st.ByteCounterExpiries > tx/uint64(p.dc.ByteCounter) {

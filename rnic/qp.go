@@ -38,11 +38,14 @@ type swqe struct {
 	imm      uint32
 	raddr    uint64
 	rkey     uint32
-	length   int64
-	msgOff   int64 // SendWR.MsgOffset (RDMAHead counts from the message start)
-	sgl      []verbs.SGE
-	data     []byte // inline payload copy
-	avail    sim.Time
+	// The scatter list is q.sges[pos*maxSGE:][:nsge] (QP.wsgl): the WQE's
+	// position in the SQ is fixed, so it needs no slice header of its own
+	// (24 bytes a WQE, 192 a QP at the training scenario's 8 send WRs).
+	pos    uint16
+	nsge   uint8
+	length int64
+	msgOff int64 // SendWR.MsgOffset (RDMAHead counts from the message start)
+	avail  sim.Time
 	// UD destination.
 	dnode fabric.NodeID
 	dqpn  uint32
@@ -64,25 +67,30 @@ type readJob struct {
 	mr     *MR
 }
 
-// QP is a queue pair. Its methods implement verbs.QP.
+// inlineData holds the payload copies of a QP's inline WQEs, data[pos]
+// for the WQE at SQ position pos (cap maxInline once used). Few QPs post
+// inline WQEs (the ByteExpress core posts none), so a QP holds this only
+// from its first: 24 bytes a WQE fewer for the others.
+type inlineData struct {
+	data [][]byte
+}
+
+// QP is a queue pair. Its methods implement verbs.QP. Its one-byte fields
+// are kept together at the end (flags), so that padding does not round
+// the QP up a size class: 85,808 of them in the training scenario.
 type QP struct {
 	nic  *NIC
 	ctx  *Context
 	pd   *PD
 	qpn  uint32
-	typ  verbs.QPType
+	flow uint32
 	scq  *CQ
 	rcq  *CQ
 	srq  *SRQ
 	td   *TD
 	bf   *bfreg
 	unit int
-	flow uint32
-	path uint8 // fabric.Packet.Path of the QP's frames (AH flow label)
-	dead bool
 
-	state   verbs.QPState
-	sigAll  bool
 	maxSend int
 	maxSGE  int
 
@@ -91,12 +99,8 @@ type QP struct {
 	qkey      uint32
 	destNode  fabric.NodeID
 	destQPN   uint32
-	prio      uint8
 	mtu       int64
 	timeout   sim.Time // 0: none
-	retryCnt  uint8
-	rnrRetry  uint8
-	minRNR    uint8
 	maxRd     int
 	maxDestRd int
 	sqPSN     uint32
@@ -104,56 +108,75 @@ type QP struct {
 
 	// Send queue: counters, index = counter mod len(sq).
 	sq                             []swqe
+	sges                           []verbs.SGE // the WQEs' scatter lists, maxSGE each
+	inl                            *inlineData // inline payload copies; nil until the first inline WQE
 	sqHead, sqCur, sqNext, sqTail  uint32
 	sndPSN, maxPSN, unaPSN, hiSent uint32
 	hiAcked                        uint32 // PSN after the highest the responder acknowledged
+	gapPSN                         uint32
 	readsOut                       int
 	retryLeft, rnrLeft             int
 	rnrUntil                       sim.Time
 	readDataAt                     sim.Time
-	gapSet                         bool
-	gapPSN                         uint32
-	winWait                        bool // a WQE waits for the PSN window (maxUnacked)
 	rexmit                         sim.Timer
 
 	// Transmit engine.
-	prepared, warm    bool
 	readyAt, nextTxAt sim.Time
-	cc                dcqcn.Controller // nil: no congestion control
-	rp                dcqcn.ReactionPoint
+	// Congestion control (Config.CC). A DCQCN reaction point before its
+	// first CNP runs at line rate and does nothing else (no timer, no byte
+	// counter), so a QP holds none until then: ccOn says one is due, cc
+	// is nil until the first CNP allocates it, and ccNow is the latest
+	// time the reaction point would have seen (its clock is monotone).
+	// That is 288 bytes fewer per QP for the QPs that never see a CNP
+	// (most of the training scenario's 85,808).
+	cc    dcqcn.Controller
+	ccNow sim.Time
 
 	// Responder.
-	rq         recvQueue
-	ePSN       uint32
-	nakSent    bool
-	cur        rwqe
-	curActive  bool
-	curBad     bool
-	curOff     int64
-	curView    []byte // RecvView: the bytes of the receive in progress
-	wrMR       *MR
-	wrLen      int64
-	wrActive   bool
-	ackPending bool
-	ackAt      sim.Time
-	ackSyn     uint8
-	ackCode    uint8
-	ackPSN     uint32
-	reads      []readJob
-	rdHead     int
-	rdN        int
-	readsCap   int // len(reads) once allocated (on the first READ served)
-	np         dcqcn.NotificationPoint
-	npOn       bool
-	deferred   fabric.Queue
+	rq       *recvQueue // its own receive queue; nil on an SRQ
+	cur      rwqe
+	ePSN     uint32
+	ackPSN   uint32
+	curOff   int64
+	curView  []byte // RecvView: the bytes of the receive in progress
+	wrMR     *MR
+	wrLen    int64
+	ackAt    sim.Time
+	reads    []readJob
+	rdHead   int
+	rdN      int
+	readsCap int // len(reads) once allocated (on the first READ served)
+	np       dcqcn.NotificationPoint
+	deferred fabric.Queue
 
 	// NIC lists.
-	inAct, inCtrl, inCNP, inLRU bool
-	actNext, actPrev            *QP
-	ctrlNext, cnpNext           *QP
-	lruNext, lruPrev            *QP
+	actNext, actPrev  *QP
+	ctrlNext, cnpNext *QP
+	lruNext, lruPrev  *QP
 
 	st QPStats
+
+	// flags: the one-byte fields, by group.
+	typ                         verbs.QPType
+	path                        uint8 // fabric.Packet.Path of the QP's frames (AH flow label)
+	dead                        bool
+	state                       verbs.QPState
+	sigAll                      bool
+	prio                        uint8 // attributes
+	retryCnt                    uint8
+	rnrRetry                    uint8
+	minRNR                      uint8
+	gapSet                      bool // send queue
+	winWait                     bool // a WQE waits for the PSN window (maxUnacked)
+	prepared                    bool // transmit engine
+	warm                        bool
+	ccOn                        bool
+	nakSent                     bool // responder
+	curActive, curBad           bool
+	wrActive, ackPending        bool
+	ackSyn, ackCode             uint8
+	npOn                        bool
+	inAct, inCtrl, inCNP, inLRU bool // NIC lists
 }
 
 var errState = errors.New("rnic: QP state does not allow this")
@@ -208,11 +231,12 @@ func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 	q.unit = int(q.qpn) % n.cfg.Units
 	q.flow = uint32(n.node)*0x9e3779b1 ^ q.qpn
 	q.sq = make([]swqe, attr.MaxSendWR)
-	sges := make([]verbs.SGE, len(q.sq)*q.maxSGE) // one backing array for every WQE's SGL
+	q.sges = make([]verbs.SGE, len(q.sq)*q.maxSGE) // one backing array for every WQE's SGL
 	for i := range q.sq {
-		q.sq[i].sgl = sges[i*q.maxSGE : i*q.maxSGE : (i+1)*q.maxSGE]
+		q.sq[i].pos = uint16(i)
 	}
 	if srq == nil {
+		q.rq = new(recvQueue)
 		q.rq.init(max(attr.MaxRecvWR, 1), q.maxSGE)
 		if attr.MaxRecvWR == 0 {
 			q.rq.ring = q.rq.ring[:0]
@@ -268,6 +292,9 @@ func (q *QP) Stats() QPStats {
 func (q *QP) Rate() units.Rate {
 	if q.cc != nil {
 		return min(q.cc.Rate(), q.nic.rate)
+	}
+	if q.ccOn {
+		return min(q.nic.dcqcnCfg.LineRate, q.nic.rate)
 	}
 	return q.nic.rate
 }
@@ -370,7 +397,7 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
 		if from == verbs.StateRTR {
 			q.sndPSN, q.maxPSN, q.unaPSN, q.hiSent, q.hiAcked = q.sqPSN, q.sqPSN, q.sqPSN, q.sqPSN, q.sqPSN
 			q.retryLeft, q.rnrLeft = int(q.retryCnt), int(q.rnrRetry)
-			q.cc = q.newCC()
+			q.cc, q.ccOn, q.ccNow = nil, q.nic.cfg.CC == CCDCQCN, 0
 			if q.typ == verbs.UD {
 				q.mtu = int64(n.cfg.PortMTU)
 			}
@@ -383,13 +410,18 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
 	return nil
 }
 
-// newCC returns the QP's congestion controller (Config.CC), or nil. A
-// further algorithm (HPCC, TIMELY) is a dcqcn.Controller and a case here.
+// newCC returns the QP's congestion controller (Config.CC), on its first
+// CNP: a reaction point at line rate whose clock is at the latest time it
+// would have seen. A further algorithm (HPCC, TIMELY) is a
+// dcqcn.Controller and a case here (and in the line-rate paths while cc
+// is nil: Rate, transmit).
 func (q *QP) newCC() dcqcn.Controller {
 	switch q.nic.cfg.CC {
 	case CCDCQCN:
-		if err := q.rp.Init(q.nic.dcqcnCfg); err == nil {
-			return &q.rp
+		rp := new(dcqcn.ReactionPoint)
+		if err := rp.Init(q.nic.dcqcnCfg); err == nil { // validated by the NIC
+			rp.OnTimer(q.ccNow) // nothing due before a CNP: sets the clock only
+			return rp
 		}
 	}
 	return nil
@@ -403,8 +435,10 @@ func (q *QP) resetTransport() {
 	q.rnrUntil, q.readDataAt = 0, 0
 	q.prepared, q.warm = false, false
 	q.readyAt, q.nextTxAt = 0, 0
-	q.cc, q.npOn = nil, false
-	q.rq.head, q.rq.n = 0, 0
+	q.cc, q.ccOn, q.ccNow, q.npOn = nil, false, 0, false
+	if q.rq != nil {
+		q.rq.head, q.rq.n = 0, 0
+	}
 	q.nakSent, q.curActive, q.wrActive, q.ackPending = false, false, false, false
 	q.rdHead, q.rdN = 0, 0
 	q.wrMR = nil
@@ -548,6 +582,16 @@ func (q *QP) PostSend(wr *verbs.SendWR) (*verbs.SendWR, error) {
 	return bad, err
 }
 
+// wdata is the inline payload copy of w, an inline WQE of q's SQ
+// (payload mode).
+func (q *QP) wdata(w *swqe) []byte { return q.inl.data[w.pos] }
+
+// wsgl is the scatter list of w, a WQE of q's SQ.
+func (q *QP) wsgl(w *swqe) []verbs.SGE {
+	b := int(w.pos) * q.maxSGE
+	return q.sges[b : b+int(w.nsge) : b+q.maxSGE]
+}
+
 func (q *QP) checkWR(w *verbs.SendWR) error {
 	if len(w.SGL) > q.maxSGE {
 		return fmt.Errorf("rnic: WR %#x has %d SGEs, QP allows %d", w.ID, len(w.SGL), q.maxSGE)
@@ -591,15 +635,20 @@ func (q *QP) fillWQE(s *swqe, w *verbs.SendWR) {
 	s.rkey = w.RKey
 	s.length = w.Len()
 	s.msgOff = int64(min(w.MsgOffset, 1<<62))
-	s.sgl = append(s.sgl[:0], w.SGL...)
+	s.nsge = uint8(copy(q.sges[int(s.pos)*q.maxSGE:(int(s.pos)+1)*q.maxSGE], w.SGL))
 	s.firstPSN, s.npkts, s.readRcvd = 0, 0, 0
 	if s.inline && !q.nic.cfg.SizesOnly {
 		// Inline data is copied into the WQE at post time.
-		if cap(s.data) < int(s.length) {
-			s.data = make([]byte, s.length, maxInline)
+		if q.inl == nil {
+			q.inl = &inlineData{data: make([][]byte, len(q.sq))}
 		}
-		s.data = s.data[:s.length]
-		if !q.nic.sgeCopy(s.sgl, 0, s.data, false) {
+		d := q.inl.data[s.pos]
+		if cap(d) < int(s.length) {
+			d = make([]byte, s.length, maxInline)
+		}
+		d = d[:s.length]
+		q.inl.data[s.pos] = d
+		if !q.nic.sgeCopy(q.wsgl(s), 0, d, false) {
 			s.inline = false // bad key: fault when executed
 		}
 	}

@@ -146,7 +146,7 @@ func (q *QP) prepare(now sim.Time) {
 	} else if q.typ == verbs.UD {
 		w := q.wqe(q.sqHead)
 		bytes, first, noDMA, bf, avail = w.length, true, w.inline, w.bf, w.avail
-		xsgl = w.sgl
+		xsgl = q.wsgl(w)
 	} else if q.sndPSN != q.maxPSN {
 		w := q.wqe(q.sqCur)
 		k := int64(psnDiff(q.sndPSN, w.firstPSN))
@@ -154,14 +154,14 @@ func (q *QP) prepare(now sim.Time) {
 			bytes = min(q.mtu, w.length-k*q.mtu)
 		}
 		first, noDMA, avail = k == 0 || !q.warm, w.inline, w.avail
-		xsgl, xoff = w.sgl, k*q.mtu
+		xsgl, xoff = q.wsgl(w), k*q.mtu
 	} else if q.sqNext != q.sqTail {
 		w := q.wqe(q.sqNext)
 		if w.op != verbs.OpRead {
 			bytes = min(q.mtu, w.length)
 		}
 		first, noDMA, bf, avail = true, w.inline, w.bf, w.avail
-		xsgl = w.sgl
+		xsgl = q.wsgl(w)
 	}
 	if bytes < 0 {
 		bytes = 0
@@ -245,6 +245,13 @@ func (q *QP) build(now sim.Time) *fabric.Packet {
 		if r < n.rate {
 			q.nextTxAt = now + sim.TxTime(p.WireBytes(), r)
 		}
+	} else if q.ccOn {
+		// A reaction point before its first CNP: line rate, no
+		// counters; only its clock moves.
+		q.ccNow = max(q.ccNow, now)
+		if r := n.dcqcnCfg.LineRate; r < n.rate {
+			q.nextTxAt = now + sim.TxTime(p.WireBytes(), r)
+		}
 	}
 	q.st.TxPackets++
 	q.st.TxBytes += uint64(p.Size)
@@ -272,12 +279,16 @@ func (n *NIC) moved(rdma bool, off, pay int64) int64 {
 	return max(0, min(pay, n.cfg.RDMAHead.Bytes()-off))
 }
 
-// setPayload sizes p.Data for n bytes (payload mode).
-func setPayload(p *fabric.Packet, n int64) []byte {
-	if int64(cap(p.Data)) < n {
-		p.Data = make([]byte, n, max(n, 4096))
+// setPayload sizes p.Data for size bytes (payload mode). A packet's buffer
+// is made for the port MTU, the most any packet of this NIC carries (it
+// was 4 KiB whatever the MTU: four times what a 1 KiB-MTU fabric's
+// packets need, 64 MB of the training scenario's heap), and keeps its
+// capacity through the packet pool.
+func (n *NIC) setPayload(p *fabric.Packet, size int64) []byte {
+	if int64(cap(p.Data)) < size {
+		p.Data = make([]byte, size, max(size, int64(n.cfg.PortMTU)))
 	}
-	p.Data = p.Data[:n]
+	p.Data = p.Data[:size]
 	return p.Data
 }
 
@@ -285,7 +296,7 @@ func setPayload(p *fabric.Packet, n int64) []byte {
 // keys. It reports false (and fails the QP) on a local protection error.
 func (q *QP) startWQE(now sim.Time, w *swqe) bool {
 	n := q.nic
-	for _, s := range w.sgl {
+	for _, s := range q.wsgl(w) {
 		if s.Length == 0 {
 			continue
 		}
@@ -407,11 +418,11 @@ func (q *QP) buildReq(now sim.Time) *fabric.Packet {
 			p.Flags = flagAckReq
 		}
 		if mv := n.moved(write, w.msgOff+off, pay); mv > 0 {
-			buf := setPayload(p, mv)
+			buf := n.setPayload(p, mv)
 			if w.inline {
-				copy(buf, w.data[off:off+mv])
+				copy(buf, q.wdata(w)[off:off+mv])
 			} else {
-				n.sgeCopy(w.sgl, off, buf, false)
+				n.sgeCopy(q.wsgl(w), off, buf, false)
 			}
 		}
 		q.sndPSN = psnAdd(q.sndPSN, 1)
@@ -684,7 +695,7 @@ func (q *QP) onReadResp(now, t sim.Time, p *fabric.Packet) {
 		pay = max(0, w.length-off)
 	}
 	if mv := min(pay, int64(len(p.Data))); mv > 0 && !n.cfg.SizesOnly {
-		n.sgeCopy(w.sgl, off, p.Data[:mv], true)
+		n.sgeCopy(q.wsgl(w), off, p.Data[:mv], true)
 	}
 	q.readDataAt = max(q.readDataAt, n.dmaWrite(now, t, pay))
 	n.st.RxPayload += uint64(pay)
@@ -726,22 +737,21 @@ func (q *QP) buildAck(now sim.Time) *fabric.Packet {
 
 // getRecv takes the next receive WQE (own RQ or SRQ) into q.cur.
 func (q *QP) getRecv(now sim.Time) bool {
-	rq := &q.rq
+	rq := q.rq
 	if q.srq != nil {
 		rq = &q.srq.rq
 	}
-	if rq.peek(now) == nil {
+	if !rq.ready(now) {
 		return false
 	}
 	rq.pop(&q.cur)
 	q.curActive, q.curOff = true, 0
 	q.curBad = false
-	if q.nic.cfg.RecvView && !q.nic.cfg.SizesOnly {
-		if q.curView == nil {
-			q.curView = q.nic.viewGet()
-		}
-		q.curView = q.curView[:0]
-	}
+	// RecvView: the view buffer is taken with the first SEND byte (a
+	// WRITE with immediate consumes a receive but places nothing in it; a
+	// view taken here for it stayed with the QP, 4 KiB each for most of
+	// the training scenario's QPs).
+	q.curView = q.curView[:0]
 	for _, s := range q.cur.sgl {
 		if s.Length == 0 {
 			continue
@@ -844,6 +854,9 @@ func (q *QP) respond(now, t sim.Time, p *fabric.Packet) bool {
 		}
 		if pay > 0 && !cfg.SizesOnly && len(p.Data) >= int(pay) {
 			if cfg.RecvView {
+				if q.curView == nil {
+					q.curView = n.viewGet(max(int(p.MsgLen)-int(q.curOff), int(pay)))
+				}
 				q.curView = append(q.curView, p.Data[:pay]...)
 			} else {
 				n.sgeCopy(q.cur.sgl, q.curOff, p.Data[:pay], true)
@@ -1019,7 +1032,7 @@ func (q *QP) buildReadResp() *fabric.Packet {
 	}
 	p.Size = size
 	if mv := n.moved(true, off, pay); mv > 0 && j.mr != nil && !j.mr.dead {
-		buf := setPayload(p, mv)
+		buf := n.setPayload(p, mv)
 		base := j.addr - uint64(j.mr.addr) + uint64(off)
 		copy(buf, j.mr.buf[base:base+uint64(mv)])
 	}

@@ -18,7 +18,7 @@ func (q *QP) buildUD(now sim.Time) *fabric.Packet {
 	}
 	w := q.wqe(q.sqHead)
 	if !w.inline {
-		for _, s := range w.sgl {
+		for _, s := range q.wsgl(w) {
 			if s.Length == 0 {
 				continue
 			}
@@ -45,11 +45,11 @@ func (q *QP) buildUD(now sim.Time) *fabric.Packet {
 		p.Size += hdrImm
 	}
 	if w.length > 0 && !n.cfg.SizesOnly {
-		buf := setPayload(p, w.length)
+		buf := n.setPayload(p, w.length)
 		if w.inline {
-			copy(buf, w.data)
+			copy(buf, q.wdata(w))
 		} else {
-			n.sgeCopy(w.sgl, 0, buf, false)
+			n.sgeCopy(q.wsgl(w), 0, buf, false)
 		}
 	}
 	if w.signaled {
