@@ -31,7 +31,7 @@ type Heap struct {
 	partial   []*span // per size class: spans with free slots; allocation takes the head
 	cache     []*span // per span count k: free runs of k spans (LIFO)
 	cached    int     // spans in cache
-	scratch   []*span // coalesce's sort buffer: room for every cached run
+	scratch   []*span // coalesce's buffer: room for every cached run
 	closed    bool
 	_         [64]byte
 }
