@@ -14,24 +14,17 @@ const (
 	DefaultSpanSize     = 64 << 10 // rpmalloc's span: the unit a size class owns
 	DefaultMaxAlloc     = 1 << 30
 	DefaultRetainBlocks = 16 // 64 MiB of empty registered blocks kept at pool level
-	// DefaultHeapCacheBlocks is the default heap cache, in blocks: 12 (48
-	// MiB, 768 spans of 64 KiB) per heap. rpmalloc's thread cache holds up
+	// DefaultHeapCacheBlocks is the default heap cache, in blocks: 8 (32
+	// MiB, 512 spans of 64 KiB) per heap. rpmalloc's thread cache holds up
 	// to 400 single spans (MAX_THREAD_SPAN_CACHE, 25 MiB of 64 KiB spans)
 	// plus up to 100-k/2 runs of each span count k; bemalloc bounds its
-	// cache in bytes. Below 400 spans, Figure 4's large allocations (64
-	// KB-1 MB) overflow the cache and come back from the pool under its
-	// lock: with coalescing, 1 to 8 heaps visit the pool about 28 times
-	// per 1000 operations with 2-block caches, 0.5-0.8 with 400 spans and
-	// under 0.1 with 8 blocks (TestFigure4LargeStaysInHeapCaches). With 8
-	// blocks two goroutines' caches came near their bound (88-100 MiB of
-	// footprint for 38 MiB live) and the pool still registered 1-3 blocks
-	// per million operations after the warm-up, each a pin of 1,024 pages
-	// that cost more than the rest of the benchmark's difference to
-	// sync.Pool; with 12 fewer are registered there (0-2) and the peak
-	// footprint is the same or lower (88-96 MiB at 2 goroutines, 180-188
-	// at 4, 368-372 at 8, on the 2-core machine, against 92-100, 188 and
-	// 364-368), since fragmentation, not the cap, bounds it.
-	DefaultHeapCacheBlocks = 12
+	// cache in bytes and takes the whole number of blocks at or above
+	// rpmalloc's 400 spans. Below it, Figure 4's large allocations (64 KB-1
+	// MB) overflow the cache and come back from the pool under its lock:
+	// with coalescing, 1 to 8 heaps visit the pool about 28 times per 1000
+	// operations with 2-block caches, 0.5-0.8 with 400 spans and under 0.1
+	// with 8 blocks (TestFigure4LargeStaysInHeapCaches).
+	DefaultHeapCacheBlocks = 8
 	DefaultAccess          = verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead
 
 	maxMaxAlloc      = 1 << 31 // an SGE length is 32 bits; IB messages are at most 2 GiB
