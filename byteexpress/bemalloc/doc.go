@@ -88,9 +88,10 @@
 // A span that becomes empty goes to its heap's cache of free runs (exact
 // size, else split from the smallest larger run). When no cached run is
 // long enough although the cache holds enough spans, the heap first
-// coalesces its cached runs that are adjacent in a block (sorting them by
-// address): frees come back in any order and splits cut long runs, and
-// without it a heap whose cache held megabytes in pieces took the pool
+// coalesces its cached runs that are adjacent in a block (found through
+// the block's span table, without sorting): frees come back in any order
+// and splits cut long runs, and without it a heap whose cache held
+// megabytes in pieces took the pool
 // lock for a 1 MB buffer. Beyond HeapCacheBytes (default 8 blocks, 32 MiB:
 // rpmalloc's 400-span thread cache rounded up to whole blocks) the cache
 // is halved, smallest runs first, into the pool, where each block has a

@@ -1,9 +1,7 @@
 package bemalloc
 
 import (
-	"cmp"
 	"math/bits"
-	"slices"
 	"sync/atomic"
 )
 
@@ -33,7 +31,7 @@ type Heap struct {
 	partial   []*span // per size class: spans with free slots; allocation takes the head
 	cache     []*span // per span count k: free runs of k spans (LIFO)
 	cached    int     // spans in cache
-	scratch   []*span // coalesce's sort buffer: room for every cached run
+	scratch   []*span // coalesce's buffer: room for every cached run
 	closed    bool
 	_         [64]byte
 }
@@ -210,6 +208,7 @@ func (h *Heap) pushCache(s *span) {
 	s.prev, s.next = nil, h.cache[s.k]
 	h.cache[s.k] = s
 	h.cached += int(s.k)
+	s.ownerSetCachedBy(h)
 }
 
 func (h *Heap) popCache(k int) *span {
@@ -218,6 +217,7 @@ func (h *Heap) popCache(k int) *span {
 		h.cache[k] = s.next
 		s.next = nil
 		h.cached -= k
+		s.ownerSetCachedBy(nil)
 	}
 	return s
 }
@@ -272,8 +272,14 @@ func (h *Heap) splitCached(k int) *span {
 // merged. Frees arrive in any order and splits cut long runs, so a cache
 // that holds enough spans for a request may hold them only in pieces; the
 // heap calls this when a request finds no cached run long enough, before
-// it goes to the pool under Pool.mu. It sorts the cached runs by address
-// in a buffer the heap allocated when created.
+// it goes to the pool under Pool.mu. It finds neighbours through the
+// block's span table instead of sorting the runs by address: a run whose
+// left neighbour (the run covering the span before it) is in this cache
+// is merged by that neighbour; any other run starts a chain and absorbs
+// the cached runs that follow it. Every run is looked at a bounded number
+// of times, and a neighbour that is another heap's is only tested
+// (span.isCachedBy), never written. The runs are collected in a buffer
+// the heap allocated when created.
 func (h *Heap) coalesce() bool {
 	if h.cached > cap(h.scratch) {
 		return false // more runs than the buffer holds (not reached: see newHeapLocked)
@@ -286,29 +292,34 @@ func (h *Heap) coalesce() bool {
 		h.cache[k] = nil
 	}
 	h.cached = 0
-	slices.SortFunc(runs, func(a, b *span) int { return cmp.Compare(a.base, b.base) })
 	merged := false
 	shift := h.pool.spanShift
-	var cur *span
+	nspans := h.pool.nspans
 	for _, s := range runs {
-		if cur != nil && s.blk == cur.blk && cur.base+uintptr(cur.k)<<shift == s.base {
-			b := s.blk
-			i := int((s.base - b.base) >> shift)
-			for x := i; x < i+int(s.k); x++ {
-				b.heads[x].ownerStore(cur)
+		if !s.isCachedBy(h) {
+			continue // merged into an earlier chain
+		}
+		b := s.blk
+		i := int((s.base - b.base) >> shift)
+		if i > 0 {
+			if l := b.heads[i-1].Load(); l != nil && l.isCachedBy(h) && l.base+uintptr(l.k)<<shift == s.base {
+				continue // its left neighbour's chain takes it
 			}
-			cur.k += s.k
-			s.next = nil
+		}
+		for end := i + int(s.k); end < nspans; end = i + int(s.k) {
+			n := b.heads[end].Load()
+			if n == nil || !n.isCachedBy(h) || n.base != s.base+uintptr(s.k)<<shift {
+				break
+			}
+			for x := end; x < end+int(n.k); x++ {
+				b.heads[x].ownerStore(s)
+			}
+			s.k += n.k
+			n.next = nil
+			n.ownerSetCachedBy(nil)
 			merged = true
-			continue
 		}
-		if cur != nil {
-			h.pushCache(cur)
-		}
-		cur = s
-	}
-	if cur != nil {
-		h.pushCache(cur)
+		h.pushCache(s)
 	}
 	clear(runs)
 	return merged

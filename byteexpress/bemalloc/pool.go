@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/besim/besim/verbs"
 )
@@ -60,7 +61,19 @@ type span struct {
 	next  *span // heap partial list or heap cache
 	prev  *span
 	blk   *block
-	_     [16]byte
+	// cachedBy is the heap whose cache holds the run, nil when the run is
+	// in no heap cache. Only that heap sets and clears it (pushCache,
+	// popCache, coalesce), with ownerSetCachedBy (a plain store outside
+	// the race detector, see head); coalesce reads it atomically on the
+	// neighbours of its runs, which may be other heaps' runs.
+	cachedBy unsafe.Pointer // *Heap
+	_        [8]byte
+}
+
+// isCachedBy reports whether s is a run in h's cache. It may be called on
+// any span; only h makes it true.
+func (s *span) isCachedBy(h *Heap) bool {
+	return atomic.LoadPointer(&s.cachedBy) == unsafe.Pointer(h)
 }
 
 // block is one mapping registered as one MR: a BlockSize block subdivided

@@ -1075,6 +1075,44 @@ func TestSpanBitmapsOnDemand(t *testing.T) {
 // visits the pool for a longer run, and serve its short requests from
 // there, instead of staying at pool level while that heap goes back to the
 // pool (and onto fresh blocks) for every short run.
+// TestCoalesceStopsAtOtherHeapsRuns: a heap coalesces only the runs in its
+// own cache. Heap a's two free runs are separated by a free run in heap b's
+// cache; a request of a that needs them merged must go to the pool, and b's
+// run must stay b's (exact fit, disjoint from what a got). A coalesce that
+// merged every free neighbour would hand a a run overlapping b's.
+func TestCoalesceStopsAtOtherHeapsRuns(t *testing.T) {
+	p, pd := newPool(t, Config{})
+	a, b := p.NewHeap(), p.NewHeap()
+	a0 := mustAlloc(t, a, 2*tS)
+	b0 := mustAlloc(t, b, 2*tS)
+	a1 := mustAlloc(t, a, 2*tS)
+	if b0.Addr() != a0.Addr()+2*tS || a1.Addr() != b0.Addr()+2*tS {
+		t.Fatalf("layout %#x %#x %#x: want three adjacent 2-span runs a, b, a", a0.Addr(), b0.Addr(), a1.Addr())
+	}
+	mustFree(t, a, a0)
+	mustFree(t, a, a1)
+	mustFree(t, b, b0)
+	x := mustAlloc(t, a, 3*tS) // a holds 4 spans in two runs, none of 3
+	if x.Addr() >= a0.Addr() && x.Addr() < a1.Addr()+2*tS {
+		t.Fatalf("3-span buffer at %#x inside [%#x,%#x): merged across heap b's run", x.Addr(), a0.Addr(), a1.Addr()+2*tS)
+	}
+	y := mustAlloc(t, b, 2*tS)
+	if y.Addr() != b0.Addr() {
+		t.Errorf("heap b's cached run not reused: %#x, want %#x", y.Addr(), b0.Addr())
+	}
+	for _, z := range []Buf{mustAlloc(t, a, 2*tS), mustAlloc(t, a, 2*tS)} {
+		if z.Addr() != a0.Addr() && z.Addr() != a1.Addr() {
+			t.Errorf("heap a's cached runs not reused: %#x, want %#x or %#x", z.Addr(), a0.Addr(), a1.Addr())
+		}
+		mustFree(t, a, z)
+	}
+	mustFree(t, a, x)
+	mustFree(t, b, y)
+	a.Close()
+	b.Close()
+	closeClean(t, p, pd)
+}
+
 func TestPoolFragmentsGoToHeapCache(t *testing.T) {
 	p, pd := newPool(t, Config{})
 	span := p.cfg.SpanSize
