@@ -55,7 +55,7 @@ type NIC struct {
 	rate  units.Rate
 	ctxs  int
 
-	qps    []*QP
+	qps    []qpSlot // by QP number - qpnBase
 	mrs    []*MR
 	mrFree []int
 	mrGn   uint8
@@ -74,9 +74,11 @@ type NIC struct {
 	txUnit, rxUnit []sim.Time
 	rxLimit        sim.Time
 
-	// QP context cache (LRU, intrusive through QPs).
-	lruHead, lruTail *QP
-	lruN             int
+	// QP context cache (LRU; see touch).
+	lruLog   []lruUse // uses in order, from lruHead on; stale ones included
+	lruHead  int
+	lruN     int // cached QPs
+	lruClock uint64
 
 	// Memory translation caches (mrcache.go).
 	mpt, mtt xlateCache
@@ -225,57 +227,96 @@ func (n *NIC) qpByNum(qpn uint32) *QP {
 	if i < 0 || i >= len(n.qps) {
 		return nil
 	}
-	return n.qps[i]
+	return n.qps[i].q
+}
+
+// qpSlot is a QP table entry: the QP (nil once destroyed) and the stamp of
+// its last use in the context cache (see touch), so that the cache's log is
+// kept without reading QP contexts.
+type qpSlot struct {
+	q  *QP
+	at uint64
+}
+
+// The QP context cache is an LRU kept without touching other QPs: every use
+// stamps the QP (QP.lruAt, mirrored in its qpSlot.at for the log's
+// bookkeeping; 0: not cached) with a NIC-wide clock
+// and appends (stamp, index) to the use log lruLog. The least recently used
+// cached QP is the log's first entry whose stamp is still its QP's. Stale
+// entries are skipped at eviction and dropped by compaction (with the
+// evicted prefix), so the log stays within twice the cached QPs plus 64
+// entries, and a use costs O(1) amortized
+// without the cache misses of a linked list through cold QP contexts.
+type lruUse struct {
+	at uint64
+	i  uint32
 }
 
 // touch records a use of q's context and reports a cache hit.
 func (n *NIC) touch(q *QP) bool {
-	if q.inLRU {
+	i := q.qpn - qpnBase
+	at := q.lruAt
+	if at != 0 {
 		n.st.QPCacheHits++
 		q.st.CacheHits++
-		if n.lruHead != q {
-			n.lruUnlink(q)
-			n.lruPush(q)
+		if at != n.lruClock {
+			n.lruPush(q, i)
 		}
 		return true
 	}
 	n.st.QPCacheMisses++
 	q.st.CacheMisses++
 	if n.lruN >= n.cfg.QPCacheEntries {
-		n.lruUnlink(n.lruTail)
+		n.lruEvict()
 	}
-	n.lruPush(q)
+	n.lruN++
+	n.lruPush(q, i)
 	return false
 }
 
-func (n *NIC) lruPush(q *QP) {
-	q.lruPrev, q.lruNext = nil, n.lruHead
-	if n.lruHead != nil {
-		n.lruHead.lruPrev = q
-	} else {
-		n.lruTail = q
+// lruPush makes q, of index i, the most recently used.
+func (n *NIC) lruPush(q *QP, i uint32) {
+	if len(n.lruLog) >= 2*n.lruN+64 {
+		n.lruCompact()
 	}
-	n.lruHead = q
-	q.inLRU = true
-	n.lruN++
+	n.lruClock++
+	n.qps[i].at = n.lruClock
+	q.lruAt = n.lruClock
+	n.lruLog = append(n.lruLog, lruUse{at: n.lruClock, i: i})
 }
 
+// lruEvict drops the least recently used cached QP.
+func (n *NIC) lruEvict() {
+	for n.lruHead < len(n.lruLog) {
+		u := n.lruLog[n.lruHead]
+		n.lruHead++
+		if s := &n.qps[u.i]; s.at == u.at {
+			s.at, s.q.lruAt = 0, 0
+			n.lruN--
+			return
+		}
+	}
+}
+
+// lruCompact drops the log's stale entries, keeping the others in order.
+func (n *NIC) lruCompact() {
+	k := 0
+	for _, u := range n.lruLog[n.lruHead:] {
+		if n.qps[u.i].at == u.at {
+			n.lruLog[k] = u
+			k++
+		}
+	}
+	n.lruLog = n.lruLog[:k]
+	n.lruHead = 0
+}
+
+// lruUnlink takes q out of the cache (it is destroyed).
 func (n *NIC) lruUnlink(q *QP) {
-	if !q.inLRU {
-		return
+	if q.lruAt != 0 {
+		n.qps[q.qpn-qpnBase].at, q.lruAt = 0, 0
+		n.lruN--
 	}
-	if q.lruPrev != nil {
-		q.lruPrev.lruNext = q.lruNext
-	} else {
-		n.lruHead = q.lruNext
-	}
-	if q.lruNext != nil {
-		q.lruNext.lruPrev = q.lruPrev
-	} else {
-		n.lruTail = q.lruPrev
-	}
-	q.lruPrev, q.lruNext, q.inLRU = nil, nil, false
-	n.lruN--
 }
 
 // --- transmit lists ---------------------------------------------------------

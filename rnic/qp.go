@@ -84,12 +84,14 @@ type QP struct {
 	pd   *PD
 	qpn  uint32
 	flow uint32
-	scq  *CQ
-	rcq  *CQ
-	srq  *SRQ
-	td   *TD
-	bf   *bfreg
-	unit int
+	// lruAt stamps the last use of the context cache entry (0: not cached).
+	lruAt uint64
+	scq   *CQ
+	rcq   *CQ
+	srq   *SRQ
+	td    *TD
+	bf    *bfreg
+	unit  int
 
 	maxSend int
 	maxSGE  int
@@ -152,31 +154,30 @@ type QP struct {
 	// NIC lists.
 	actNext, actPrev  *QP
 	ctrlNext, cnpNext *QP
-	lruNext, lruPrev  *QP
 
 	st QPStats
 
 	// flags: the one-byte fields, by group.
-	typ                         verbs.QPType
-	path                        uint8 // fabric.Packet.Path of the QP's frames (AH flow label)
-	dead                        bool
-	state                       verbs.QPState
-	sigAll                      bool
-	prio                        uint8 // attributes
-	retryCnt                    uint8
-	rnrRetry                    uint8
-	minRNR                      uint8
-	gapSet                      bool // send queue
-	winWait                     bool // a WQE waits for the PSN window (maxUnacked)
-	prepared                    bool // transmit engine
-	warm                        bool
-	ccOn                        bool
-	nakSent                     bool // responder
-	curActive, curBad           bool
-	wrActive, ackPending        bool
-	ackSyn, ackCode             uint8
-	npOn                        bool
-	inAct, inCtrl, inCNP, inLRU bool // NIC lists
+	typ                  verbs.QPType
+	path                 uint8 // fabric.Packet.Path of the QP's frames (AH flow label)
+	dead                 bool
+	state                verbs.QPState
+	sigAll               bool
+	prio                 uint8 // attributes
+	retryCnt             uint8
+	rnrRetry             uint8
+	minRNR               uint8
+	gapSet               bool // send queue
+	winWait              bool // a WQE waits for the PSN window (maxUnacked)
+	prepared             bool // transmit engine
+	warm                 bool
+	ccOn                 bool
+	nakSent              bool // responder
+	curActive, curBad    bool
+	wrActive, ackPending bool
+	ackSyn, ackCode      uint8
+	npOn                 bool
+	inAct, inCtrl, inCNP bool // NIC lists
 }
 
 var errState = errors.New("rnic: QP state does not allow this")
@@ -227,7 +228,7 @@ func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 	q := &QP{nic: n, ctx: c, pd: pd, typ: attr.Type, scq: scq, rcq: rcq, srq: srq, td: td,
 		sigAll: attr.SigAll, maxSend: attr.MaxSendWR, maxSGE: max(attr.MaxSGE, 1)}
 	q.qpn = uint32(qpnBase + len(n.qps))
-	n.qps = append(n.qps, q)
+	n.qps = append(n.qps, qpSlot{q: q})
 	q.unit = int(q.qpn) % n.cfg.Units
 	q.flow = uint32(n.node)*0x9e3779b1 ^ q.qpn
 	q.sq = make([]swqe, attr.MaxSendWR)
@@ -466,7 +467,7 @@ func (q *QP) Destroy() error {
 	q.drop()
 	q.dead = true
 	n.lruUnlink(q)
-	n.qps[q.qpn-qpnBase] = nil
+	n.qps[q.qpn-qpnBase].q = nil
 	q.ctx.releaseBFReg(q.bf, q.td)
 	if q.td != nil {
 		q.td.users--
