@@ -144,7 +144,7 @@ func (e *engine) setup() error {
 	e.qp, e.qpn = qp, qp.QPN()
 	e.psn = (e.qpn * 2654435761) & 0xffffff
 	t.cqUsed += cfg.perEngineCQEs()
-	t.byQPN[e.qpn] = e
+	t.byQPN.set(e.qpn, e)
 	init := verbs.QPAttr{State: verbs.StateInit, Port: cfg.Port,
 		AccessFlags: verbs.AccessLocalWrite | verbs.AccessRemoteWrite}
 	if err := qp.Modify(&init, verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {
