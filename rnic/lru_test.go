@@ -14,7 +14,7 @@ func TestQPCacheLRU(t *testing.T) {
 		var qps []*QP
 		for i := 0; i < c.qps; i++ {
 			q := &QP{nic: n, qpn: uint32(qpnBase + i)}
-			n.qps = append(n.qps, qpSlot{q: q})
+			n.qps = append(n.qps, q)
 			qps = append(qps, q)
 		}
 		var ref []*QP // most recent first
