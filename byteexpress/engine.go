@@ -14,24 +14,22 @@ import (
 // to exactly one I/O thread; every field below the first block is touched
 // only by that thread's Poll.
 type engine struct {
-	// Set at creation (under Endpoint.mu), immutable afterwards.
-	ep      *Endpoint
-	th      *IOThread
-	id      uint64
-	remote  Addr
-	label   uint32 // flow label of the QP's path (DialPath; 0: not pinned)
-	active  bool   // this side dialed (sends HELLO first)
-	nextSID atomic.Uint32
-
-	// Exposed buffers (§5.3.2 pre-known remote buffers): written by
-	// Socket.Expose from any goroutine, consumed by the thread.
-	exp exposureTable
-
-	state engState
-	err   error
-	qp    verbs.QP
-	qpn   uint32
-	psn   uint32
+	// The fields are ordered by use, for the cache: what a completion,
+	// a received record and a fill read first (the thread, the QP, the
+	// state and flags, the ring, window and credits), then the staging,
+	// sizes, sockets, records and timers; what is set at creation or used
+	// at connection time last.
+	th           *IOThread
+	qp           verbs.QP
+	qpn          uint32
+	psn          uint32
+	state        engState
+	dirty        bool
+	curOpen      bool // the WR at tail-1 is a SEND that records may extend
+	helloPending bool
+	curFill      int
+	rr           *Socket // round-robin cursor over sendable sockets
+	nactive      int
 
 	ring wrRing       // the send work requests (§5.4.1)
 	win  sendWindow   // bytes in flight against Cwnd (§6.3)
@@ -39,9 +37,6 @@ type engine struct {
 
 	// The SEND being filled with records, and the staging memory behind
 	// the ring: one sendBuf-byte SEND buffer per ring slot.
-	curOpen      bool // the WR at tail-1 is a SEND that records may extend
-	curFill      int
-	staging      Buffer
 	stagingBytes []byte
 	sendBuf      int
 
@@ -57,25 +52,36 @@ type engine struct {
 	drq *dedicatedRQ
 
 	// Sockets.
-	mine    map[uint32]*Socket // opened here
-	theirs  map[uint32]*Socket // opened by the peer
-	waiting []*Socket          // dialed before the engine was up
-	rr      *Socket            // round-robin cursor over sendable sockets
-	nactive int
+	mine   map[uint32]*Socket // opened here
+	theirs map[uint32]*Socket // opened by the peer
+
+	ctrl []ctrlRec
+
+	// Keepalive (§7.2) and connect timers.
+	ka      keepalive
+	timerAt time.Duration
+	heapIdx int
 
 	// Large messages (§5.3.2): sender tokens and receiver slots.
 	toks tokenTable
 	in   slotTable
 
-	ctrl         []ctrlRec
-	helloPending bool
+	// Set at creation (under Endpoint.mu), immutable afterwards.
+	ep      *Endpoint
+	id      uint64
+	remote  Addr
+	label   uint32 // flow label of the QP's path (DialPath; 0: not pinned)
+	active  bool   // this side dialed (sends HELLO first)
+	nextSID atomic.Uint32
 
-	// Keepalive (§7.2) and connect timers.
-	ka          keepalive
+	// Exposed buffers (§5.3.2 pre-known remote buffers): written by
+	// Socket.Expose from any goroutine, consumed by the thread.
+	exp exposureTable
+
+	err         error
+	staging     Buffer
+	waiting     []*Socket // dialed before the engine was up
 	connDead    time.Duration
-	timerAt     time.Duration
-	heapIdx     int
-	dirty       bool
 	listIdx     int
 	connectOnce atomic.Bool
 	reply       func(ConnInfo, error)
@@ -144,7 +150,7 @@ func (e *engine) setup() error {
 	e.qp, e.qpn = qp, qp.QPN()
 	e.psn = (e.qpn * 2654435761) & 0xffffff
 	t.cqUsed += cfg.perEngineCQEs()
-	t.byQPN[e.qpn] = e
+	t.byQPN.set(e.qpn, e)
 	init := verbs.QPAttr{State: verbs.StateInit, Port: cfg.Port,
 		AccessFlags: verbs.AccessLocalWrite | verbs.AccessRemoteWrite}
 	if err := qp.Modify(&init, verbs.AttrState|verbs.AttrPKeyIndex|verbs.AttrPort|verbs.AttrAccessFlags); err != nil {

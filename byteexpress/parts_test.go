@@ -17,8 +17,8 @@ func TestRingSegments(t *testing.T) {
 		t.Fatalf("new ring: full %v occupancy %d", r.full(), r.occupancy())
 	}
 	for want := uint64(0); want < 4; want++ {
-		idx, i := r.push()
-		if idx != want || i != want {
+		i := r.push()
+		if idx := r.tail - 1; idx != want || i != want {
 			t.Fatalf("push %d: got index %d position %d", want, idx, i)
 		}
 		r.slots[i] = wrSlot{kind: slotSend, bytes: 10 * int(want+1)}
@@ -66,8 +66,8 @@ func TestRingSegments(t *testing.T) {
 		t.Fatal("completion for an already completed WR accepted")
 	}
 	// The free slot wraps: index 4 lives at position 0.
-	if idx, i := r.push(); idx != 4 || i != 0 {
-		t.Fatalf("wrapped push: index %d position %d", idx, i)
+	if i := r.push(); r.tail-1 != 4 || i != 0 {
+		t.Fatalf("wrapped push: index %d position %d", r.tail-1, i)
 	}
 	if err := r.check(); err != nil {
 		t.Fatal(err)
@@ -103,12 +103,12 @@ func TestRingStagingLowestFree(t *testing.T) {
 	var sc wrScratch
 	sc.init(70)
 	for n := 0; n < 200; n++ {
-		_, i := r.push()
+		i := r.push()
 		r.slots[i] = wrSlot{kind: slotSend, bytes: 1}
 		if s, ok := r.takeStage(i); !ok || s != 0 {
 			t.Fatalf("SEND %d alone in the ring: staging slot %d (ok %v), want 0", n, s, ok)
 		}
-		_, i = r.push()
+		i = r.push()
 		r.slots[i] = wrSlot{kind: slotWrite, bytes: 1}
 		r.chain(&sc)
 		if err := r.check(); err != nil {
@@ -118,7 +118,7 @@ func TestRingStagingLowestFree(t *testing.T) {
 		r.popHead()
 	}
 	for want := uint32(0); want < 70; want++ {
-		_, i := r.push()
+		i := r.push()
 		r.slots[i] = wrSlot{kind: slotSend}
 		if s, ok := r.takeStage(i); !ok || s != want {
 			t.Fatalf("SEND %d: staging slot %d (ok %v), want %d", want, s, ok, want)
@@ -151,7 +151,7 @@ func TestRingLastWrite(t *testing.T) {
 	var r wrRing
 	r.init(8)
 	for k, addr := range []uintptr{0x1000, 0x2000, 0x1800, 0x5000} {
-		_, i := r.push()
+		i := r.push()
 		r.slots[i] = wrSlot{kind: slotWrite, bytes: k + 1}
 		r.slots[i].sge.Addr = addr
 	}

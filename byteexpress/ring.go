@@ -111,11 +111,10 @@ func (r *wrRing) inFlight() int   { return int(r.pend - r.head) }
 func (r *wrRing) pendingWRs() int { return int(r.tail - r.pend) }
 
 // push takes the free entry at the tail (the caller checked !full) and
-// returns its absolute index and its position in the arrays.
-func (r *wrRing) push() (idx, i uint64) {
-	idx = r.tail
+// returns its position in the arrays; its absolute index is tail-1.
+func (r *wrRing) push() uint64 {
 	r.tail++
-	return idx, idx % r.depth
+	return (r.tail - 1) % r.depth
 }
 
 // lastPos is the array position of the newest entry (tail-1).

@@ -30,7 +30,7 @@ func (e *engine) openSend(need int) bool {
 		st.WindowStalls++
 		return false
 	}
-	_, i := e.ring.push()
+	i := e.ring.push()
 	if e.cred.on {
 		if c := e.cred.take(); c < st.MinCredits {
 			st.MinCredits = c
@@ -91,7 +91,7 @@ func (e *engine) openWrite(m *outMsg, n int, last bool) bool {
 		st.WindowStalls++
 		return false
 	}
-	_, i := e.ring.push()
+	i := e.ring.push()
 	sl := &e.ring.slots[i]
 	sl.kind, sl.bytes, sl.msg = slotWrite, n, nil
 	sl.op, sl.imm = verbs.OpWrite, 0

@@ -111,7 +111,7 @@ func (e *engine) teardown(err error, shutdown bool) {
 	if e.qp != nil {
 		_ = e.qp.Modify(&verbs.QPAttr{State: verbs.StateErr}, verbs.AttrState)
 		_ = e.qp.Destroy()
-		delete(t.byQPN, e.qpn)
+		t.byQPN.remove(e.qpn)
 		t.cqUsed -= t.cfg.perEngineCQEs()
 		e.qp = nil
 	}

@@ -29,7 +29,7 @@ type IOThread struct {
 	srq verbs.SRQ
 	wc  []verbs.WC
 
-	byQPN   map[uint32]*engine
+	byQPN   qpnTable
 	engines []*engine
 	dirty   []*engine
 	timers  timerHeap
@@ -86,8 +86,7 @@ type Stats struct {
 }
 
 func newThread(ep *Endpoint, idx int) (*IOThread, error) {
-	t := &IOThread{ep: ep, idx: idx, cfg: ep.cfg, alloc: ep.p.Allocator,
-		byQPN: make(map[uint32]*engine)}
+	t := &IOThread{ep: ep, idx: idx, cfg: ep.cfg, alloc: ep.p.Allocator}
 	t.stats.MinCredits = maxInt
 	switch a := ep.p.Allocator.(type) {
 	case *bemalloc.Pool:
@@ -238,7 +237,7 @@ func (t *IOThread) pollCQ() bool {
 }
 
 func (t *IOThread) dispatch(wc *verbs.WC) {
-	e := t.byQPN[wc.QPN]
+	e := t.byQPN.get(wc.QPN)
 	if wc.WRID&wrRecv == 0 {
 		if e == nil {
 			t.stats.StrayCQEs++
@@ -444,4 +443,48 @@ func (t *IOThread) shutdown() {
 		_ = t.td.Dealloc()
 		t.td = nil
 	}
+}
+
+// qpnTable maps the QP numbers of a thread's engines to them: a slice
+// indexed by QP number for the small ones (providers that number QPs densely
+// from a low base, as the simulated NIC does), a map for the others.
+type qpnTable struct {
+	dense  []*engine
+	sparse map[uint32]*engine
+}
+
+// qpnDense bounds the QP numbers kept in the slice (8 bytes a number up to
+// the largest in use, per thread).
+const qpnDense = 1 << 16
+
+func (m *qpnTable) get(qpn uint32) *engine {
+	if qpn < uint32(len(m.dense)) {
+		return m.dense[qpn]
+	}
+	if m.sparse == nil {
+		return nil
+	}
+	return m.sparse[qpn]
+}
+
+func (m *qpnTable) set(qpn uint32, e *engine) {
+	if qpn < qpnDense {
+		if int(qpn) >= len(m.dense) {
+			m.dense = append(m.dense, make([]*engine, int(qpn)+1-len(m.dense))...)
+		}
+		m.dense[qpn] = e
+		return
+	}
+	if m.sparse == nil {
+		m.sparse = make(map[uint32]*engine)
+	}
+	m.sparse[qpn] = e
+}
+
+func (m *qpnTable) remove(qpn uint32) {
+	if qpn < uint32(len(m.dense)) {
+		m.dense[qpn] = nil
+		return
+	}
+	delete(m.sparse, qpn)
 }

@@ -1,7 +1,9 @@
 package rnic
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/besim/besim/dcqcn"
 	"github.com/besim/besim/fabric"
@@ -55,7 +57,7 @@ type NIC struct {
 	rate  units.Rate
 	ctxs  int
 
-	qps    []*QP
+	qps    []*QP // by QP number - qpnBase
 	mrs    []*MR
 	mrFree []int
 	mrGn   uint8
@@ -74,9 +76,12 @@ type NIC struct {
 	txUnit, rxUnit []sim.Time
 	rxLimit        sim.Time
 
-	// QP context cache (LRU, intrusive through QPs).
-	lruHead, lruTail *QP
-	lruN             int
+	// QP context cache (LRU; see touch).
+	lruAt    []uint64 // by QP index, from the first eviction on
+	lruLog   []lruUse // uses in order, from lruHead on; stale ones included
+	lruHead  int
+	lruN     int // cached QPs
+	lruClock uint64
 
 	// Memory translation caches (mrcache.go).
 	mpt, mtt xlateCache
@@ -228,13 +233,28 @@ func (n *NIC) qpByNum(qpn uint32) *QP {
 	return n.qps[i]
 }
 
+// The QP context cache is an LRU kept without touching other QPs: every use
+// stamps the QP (QP.lruAt; 0: not cached) with a NIC-wide clock, so the
+// least recently used cached QP is the one with the lowest stamp. Until the
+// cache first fills, that is all (most NICs never evict). From the first
+// eviction on, the NIC also keeps the stamps by QP index (lruAt) and a log
+// of the uses in order (lruLog, from lruHead on): the LRU QP is the log's
+// first entry whose stamp is still its QP's. Stale entries are skipped at
+// eviction and dropped by compaction (with the evicted prefix), so the log
+// stays within twice the cached QPs plus 64 entries, and a use costs O(1)
+// amortized without the cache misses of a linked list through cold QP
+// contexts.
+type lruUse struct {
+	at uint64
+	i  uint32
+}
+
 // touch records a use of q's context and reports a cache hit.
 func (n *NIC) touch(q *QP) bool {
-	if q.inLRU {
+	if at := q.lruAt; at != 0 {
 		n.st.QPCacheHits++
 		q.st.CacheHits++
-		if n.lruHead != q {
-			n.lruUnlink(q)
+		if at != n.lruClock {
 			n.lruPush(q)
 		}
 		return true
@@ -242,40 +262,82 @@ func (n *NIC) touch(q *QP) bool {
 	n.st.QPCacheMisses++
 	q.st.CacheMisses++
 	if n.lruN >= n.cfg.QPCacheEntries {
-		n.lruUnlink(n.lruTail)
+		n.lruEvict()
 	}
+	n.lruN++
 	n.lruPush(q)
 	return false
 }
 
+// lruPush makes q the most recently used.
 func (n *NIC) lruPush(q *QP) {
-	q.lruPrev, q.lruNext = nil, n.lruHead
-	if n.lruHead != nil {
-		n.lruHead.lruPrev = q
-	} else {
-		n.lruTail = q
-	}
-	n.lruHead = q
-	q.inLRU = true
-	n.lruN++
-}
-
-func (n *NIC) lruUnlink(q *QP) {
-	if !q.inLRU {
+	n.lruClock++
+	q.lruAt = n.lruClock
+	if n.lruAt == nil {
 		return
 	}
-	if q.lruPrev != nil {
-		q.lruPrev.lruNext = q.lruNext
-	} else {
-		n.lruHead = q.lruNext
+	if len(n.lruLog) >= 2*n.lruN+64 {
+		n.lruCompact()
 	}
-	if q.lruNext != nil {
-		q.lruNext.lruPrev = q.lruPrev
-	} else {
-		n.lruTail = q.lruPrev
+	i := q.qpn - qpnBase
+	n.lruAt[i] = n.lruClock
+	n.lruLog = append(n.lruLog, lruUse{at: n.lruClock, i: i})
+}
+
+// lruEvict drops the least recently used cached QP.
+func (n *NIC) lruEvict() {
+	if n.lruAt == nil {
+		n.lruStartLog()
 	}
-	q.lruPrev, q.lruNext, q.inLRU = nil, nil, false
-	n.lruN--
+	for n.lruHead < len(n.lruLog) {
+		u := n.lruLog[n.lruHead]
+		n.lruHead++
+		if n.lruAt[u.i] == u.at {
+			n.lruAt[u.i] = 0
+			n.qps[u.i].lruAt = 0
+			n.lruN--
+			return
+		}
+	}
+}
+
+// lruStartLog builds the stamps by index and the use log from the QPs'
+// stamps, at the first eviction.
+func (n *NIC) lruStartLog() {
+	n.lruAt = make([]uint64, len(n.qps), cap(n.qps))
+	n.lruLog = n.lruLog[:0]
+	for i, q := range n.qps {
+		if q != nil && q.lruAt != 0 {
+			n.lruAt[i] = q.lruAt
+			n.lruLog = append(n.lruLog, lruUse{at: q.lruAt, i: uint32(i)})
+		}
+	}
+	slices.SortFunc(n.lruLog, func(a, b lruUse) int { return cmp.Compare(a.at, b.at) })
+	n.lruHead = 0
+}
+
+// lruCompact drops the log's stale entries, keeping the others in order.
+func (n *NIC) lruCompact() {
+	k := 0
+	for _, u := range n.lruLog[n.lruHead:] {
+		if n.lruAt[u.i] == u.at {
+			n.lruLog[k] = u
+			k++
+		}
+	}
+	n.lruLog = n.lruLog[:k]
+	n.lruHead = 0
+}
+
+// lruUnlink takes q out of the cache (it is destroyed).
+func (n *NIC) lruUnlink(q *QP) {
+	if q.lruAt != 0 {
+		q.lruAt = 0
+		if n.lruAt != nil {
+			n.lruAt[q.qpn-qpnBase] = 0
+		}
+		n.lruN--
+	}
 }
 
 // --- transmit lists ---------------------------------------------------------

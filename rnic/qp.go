@@ -76,52 +76,35 @@ type inlineData struct {
 }
 
 // QP is a queue pair. Its methods implement verbs.QP. Its one-byte fields
-// are kept together at the end (flags), so that padding does not round
-// the QP up a size class: 85,808 of them in the training scenario.
+// are kept together (flags), so that padding does not round the QP up a
+// size class: 85,808 of them in the training scenario.
 type QP struct {
-	nic  *NIC
-	ctx  *Context
-	pd   *PD
-	qpn  uint32
-	flow uint32
-	scq  *CQ
-	rcq  *CQ
-	srq  *SRQ
-	td   *TD
-	bf   *bfreg
-	unit int
+	// The fields are ordered by use, for the cache: what the NIC's transmit
+	// arbiter reads at every visit (nextData, hasTX, prepare, build) first,
+	// with the flags; then what a received packet reads (Receive, respond,
+	// onAck); then the rest. A visit to a cold QP then misses on few lines.
 
-	maxSend int
-	maxSGE  int
-
-	// Attributes.
-	access    verbs.Access
-	qkey      uint32
-	destNode  fabric.NodeID
-	destQPN   uint32
-	mtu       int64
-	timeout   sim.Time // 0: none
-	maxRd     int
-	maxDestRd int
-	sqPSN     uint32
-	rqPSN     uint32
+	// Transmit arbiter and requester (cache lines 0-2).
+	nic              *NIC
+	actNext, actPrev *QP
+	qpn              uint32
+	flow             uint32
+	// lruAt stamps the last use of the context cache entry (0: not cached).
+	lruAt    uint64
+	rdN      int
+	readsOut int
+	maxRd    int
 
 	// Send queue: counters, index = counter mod len(sq).
 	sq                             []swqe
-	sges                           []verbs.SGE // the WQEs' scatter lists, maxSGE each
-	inl                            *inlineData // inline payload copies; nil until the first inline WQE
 	sqHead, sqCur, sqNext, sqTail  uint32
 	sndPSN, maxPSN, unaPSN, hiSent uint32
-	hiAcked                        uint32 // PSN after the highest the responder acknowledged
-	gapPSN                         uint32
-	readsOut                       int
-	retryLeft, rnrLeft             int
-	rnrUntil                       sim.Time
-	readDataAt                     sim.Time
-	rexmit                         sim.Timer
+	destNode                       fabric.NodeID
+	destQPN                        uint32
 
 	// Transmit engine.
-	readyAt, nextTxAt sim.Time
+	readyAt, nextTxAt, rnrUntil sim.Time
+	mtu                         int64
 	// Congestion control (Config.CC). A DCQCN reaction point before its
 	// first CNP runs at line rate and does nothing else (no timer, no byte
 	// counter), so a QP holds none until then: ccOn says one is due, cc
@@ -132,51 +115,76 @@ type QP struct {
 	cc    dcqcn.Controller
 	ccNow sim.Time
 
+	sges []verbs.SGE // the WQEs' scatter lists, maxSGE each
+	pd   *PD
+	scq  *CQ
+	unit int
+
+	// flags: the one-byte fields, by group.
+	typ                  verbs.QPType
+	path                 uint8 // fabric.Packet.Path of the QP's frames (AH flow label)
+	dead                 bool
+	state                verbs.QPState
+	sigAll               bool
+	prio                 uint8 // attributes
+	retryCnt             uint8
+	rnrRetry             uint8
+	minRNR               uint8
+	gapSet               bool // send queue
+	winWait              bool // a WQE waits for the PSN window (maxUnacked)
+	prepared             bool // transmit engine
+	warm                 bool
+	ccOn                 bool
+	nakSent              bool // responder
+	curActive, curBad    bool
+	wrActive, ackPending bool
+	ackSyn, ackCode      uint8
+	npOn                 bool
+	inAct, inCtrl, inCNP bool // NIC lists
+
+	hiAcked uint32 // PSN after the highest the responder acknowledged
+	gapPSN  uint32
+
 	// Responder.
-	rq       *recvQueue // its own receive queue; nil on an SRQ
-	cur      rwqe
 	ePSN     uint32
 	ackPSN   uint32
+	access   verbs.Access
+	qkey     uint32
+	rcq      *CQ
+	srq      *SRQ
+	rq       *recvQueue // its own receive queue; nil on an SRQ
+	cur      rwqe
 	curOff   int64
 	curView  []byte // RecvView: the bytes of the receive in progress
 	wrMR     *MR
 	wrLen    int64
 	ackAt    sim.Time
-	reads    []readJob
-	rdHead   int
-	rdN      int
-	readsCap int // len(reads) once allocated (on the first READ served)
-	np       dcqcn.NotificationPoint
-	deferred fabric.Queue
-
-	// NIC lists.
-	actNext, actPrev  *QP
-	ctrlNext, cnpNext *QP
-	lruNext, lruPrev  *QP
+	ctrlNext *QP
+	cnpNext  *QP
+	timeout  sim.Time // 0: none
+	rexmit   sim.Timer
 
 	st QPStats
 
-	// flags: the one-byte fields, by group.
-	typ                         verbs.QPType
-	path                        uint8 // fabric.Packet.Path of the QP's frames (AH flow label)
-	dead                        bool
-	state                       verbs.QPState
-	sigAll                      bool
-	prio                        uint8 // attributes
-	retryCnt                    uint8
-	rnrRetry                    uint8
-	minRNR                      uint8
-	gapSet                      bool // send queue
-	winWait                     bool // a WQE waits for the PSN window (maxUnacked)
-	prepared                    bool // transmit engine
-	warm                        bool
-	ccOn                        bool
-	nakSent                     bool // responder
-	curActive, curBad           bool
-	wrActive, ackPending        bool
-	ackSyn, ackCode             uint8
-	npOn                        bool
-	inAct, inCtrl, inCNP, inLRU bool // NIC lists
+	np         dcqcn.NotificationPoint
+	retryLeft  int
+	rnrLeft    int
+	readDataAt sim.Time
+	reads      []readJob
+	rdHead     int
+	readsCap   int // len(reads) once allocated (on the first READ served)
+	deferred   fabric.Queue
+	inl        *inlineData // inline payload copies; nil until the first inline WQE
+
+	// Attributes and resources.
+	ctx       *Context
+	td        *TD
+	bf        *bfreg
+	maxSend   int
+	maxSGE    int
+	maxDestRd int
+	sqPSN     uint32
+	rqPSN     uint32
 }
 
 var errState = errors.New("rnic: QP state does not allow this")
@@ -228,6 +236,9 @@ func (pd *PD) CreateQP(attr verbs.QPInitAttr) (verbs.QP, error) {
 		sigAll: attr.SigAll, maxSend: attr.MaxSendWR, maxSGE: max(attr.MaxSGE, 1)}
 	q.qpn = uint32(qpnBase + len(n.qps))
 	n.qps = append(n.qps, q)
+	if n.lruAt != nil {
+		n.lruAt = append(n.lruAt, 0)
+	}
 	q.unit = int(q.qpn) % n.cfg.Units
 	q.flow = uint32(n.node)*0x9e3779b1 ^ q.qpn
 	q.sq = make([]swqe, attr.MaxSendWR)
