@@ -11,8 +11,10 @@ import (
 // engine owns one RC QP and its transport state (paper §5.4, Figure 7): the
 // send work-request ring, the receive buffers and credits, the send window,
 // the sockets multiplexed on it and its keepalive timers. An engine belongs
-// to exactly one I/O thread; every field below the first block is touched
-// only by that thread's Poll.
+// to exactly one I/O thread. th and the block "Set at creation" are
+// immutable once the engine exists, exp is written from any goroutine and
+// nextSID and connectOnce are atomics; every other field is touched only by
+// that thread's Poll.
 type engine struct {
 	// The fields are ordered by use, for the cache: what a completion,
 	// a received record and a fill read first (the thread, the QP, the
