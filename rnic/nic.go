@@ -60,7 +60,6 @@ type NIC struct {
 	qps    []*QP // by QP number - qpnBase
 	mrs    []*MR
 	mrFree []int
-	mrGn   uint8
 
 	// Transmit scheduling: circular list of QPs with data work (round
 	// robin), FIFO lists of QPs owing an ACK/NAK or a CNP.
@@ -93,6 +92,10 @@ type NIC struct {
 
 	dcqcnCfg dcqcn.Config
 	st       Stats
+
+	// mrGn is last so that qpHits moves no field after it (mpt, mtt and st
+	// keep their cache line offsets).
+	mrGn uint8
 }
 
 const qpnBase = 0x100
