@@ -52,17 +52,14 @@ type NodeID int32
 // sink, so the data path allocates nothing; Reset must clear every field a
 // previous user might have set.
 type Packet struct {
+	// The fields every hop reads (link, switch port, switch, host port)
+	// come first, in the first 44 bytes, so that a hop touches one cache
+	// line of the frame or two, not three (they were spread over 152
+	// bytes). The rest is laid out without padding: 136 bytes.
 	Kind   Kind
 	Prio   uint8 // 802.1p priority / traffic class, 0..7
 	ECN    uint8
 	Opcode uint8 // transport opcode (BTH-like); meaning belongs to the transport
-
-	Src, Dst NodeID
-	Flow     uint32 // flow or QP identifier: ECMP hash input and per-flow stats key
-	SrcQP    uint32
-	DstQP    uint32
-	PSN      uint32
-	Flags    uint16 // transport flags (ack request, solicited, first/last...)
 	// Path pins the frame to a path: at a switch with n equal-cost ports
 	// it takes the port Path places after the one its ECMP hash picks
 	// ((hash mod n + Path) mod n), so the paths 0..n-1 of one flow use n
@@ -70,30 +67,38 @@ type Packet struct {
 	// the UDP source port, chosen so that its fabric's hash spreads the
 	// paths (see ECMPHash). 0: the hash alone.
 	Path uint8
+	// PFC: PauseMask has bit i set when Quanta[i] is meaningful
+	// (class-enable vector).
+	PauseMask uint8
+	Flags     uint16 // transport flags (ack request, solicited, first/last...)
+
+	Src, Dst NodeID
+	Flow     uint32 // flow or QP identifier: ECMP hash input and per-flow stats key
+	Size     int32  // frame bytes, Ethernet header to FCS (wire adds WireGap)
+
+	next   *Packet  // intrusive FIFO / free-list link
+	due    sim.Time // on a link: when its last bit reaches the far end
+	inPort int32    // ingress port index at the switch currently holding it
 
 	Payload int32 // payload bytes carried
-	Size    int32 // frame bytes, Ethernet header to FCS (wire adds WireGap)
+	SrcQP   uint32
+	DstQP   uint32
+	PSN     uint32
 
 	// Transport fields carried for the endpoint models (RETH/IMM/AETH-like).
 	Imm    uint32
 	RKey   uint32
-	Addr   uint64
 	MsgLen uint32
+	Addr   uint64
 	Aux    uint64 // free for the transport (e.g. message id, NAK code)
 
-	// PFC: Quanta[i] is the pause time for priority i in 512-bit-time units;
-	// PauseMask has bit i set when Quanta[i] is meaningful (class-enable vector).
-	PauseMask uint8
-	Quanta    [NumPrio]uint16
+	// PFC: Quanta[i] is the pause time for priority i in 512-bit-time units.
+	Quanta [NumPrio]uint16
 
 	SentAt sim.Time // when the source created it (latency accounting)
 
 	// Data optionally carries payload bytes (payload mode in tests).
 	Data []byte
-
-	inPort int32    // ingress port index at the switch currently holding it
-	due    sim.Time // on a link: when its last bit reaches the far end
-	next   *Packet  // intrusive FIFO / free-list link
 }
 
 // Reset clears p for reuse while keeping its Data backing array.

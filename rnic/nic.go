@@ -60,7 +60,6 @@ type NIC struct {
 	qps    []*QP // by QP number - qpnBase
 	mrs    []*MR
 	mrFree []int
-	mrGn   uint8
 
 	// Transmit scheduling: circular list of QPs with data work (round
 	// robin), FIFO lists of QPs owing an ACK/NAK or a CNP.
@@ -82,6 +81,9 @@ type NIC struct {
 	lruHead  int
 	lruN     int // cached QPs
 	lruClock uint64
+	// qpHits counts the context cache hits (Stats.QPCacheHits), here beside
+	// lruClock, which every lookup reads, rather than in st.
+	qpHits uint64
 
 	// Memory translation caches (mrcache.go).
 	mpt, mtt xlateCache
@@ -90,6 +92,10 @@ type NIC struct {
 
 	dcqcnCfg dcqcn.Config
 	st       Stats
+
+	// mrGn is last so that qpHits moves no field after it (mpt, mtt and st
+	// keep their cache line offsets).
+	mrGn uint8
 }
 
 const qpnBase = 0x100
@@ -123,7 +129,11 @@ func (n *NIC) Node() fabric.NodeID { return n.node }
 func (n *NIC) GID() verbs.GID { return GIDOf(n.node) }
 
 // Stats returns the NIC's counters.
-func (n *NIC) Stats() Stats { return n.st }
+func (n *NIC) Stats() Stats {
+	s := n.st
+	s.QPCacheHits = n.qpHits
+	return s
+}
 
 // Kernel is the simulation kernel the NIC runs on.
 func (n *NIC) Kernel() *sim.Kernel { return n.k }
@@ -252,8 +262,8 @@ type lruUse struct {
 // touch records a use of q's context and reports a cache hit.
 func (n *NIC) touch(q *QP) bool {
 	if at := q.lruAt; at != 0 {
-		n.st.QPCacheHits++
-		q.st.CacheHits++
+		n.qpHits++
+		q.cacheHits++
 		if at != n.lruClock {
 			n.lruPush(q)
 		}

@@ -90,10 +90,13 @@ type QP struct {
 	qpn              uint32
 	flow             uint32
 	// lruAt stamps the last use of the context cache entry (0: not cached).
-	lruAt    uint64
-	rdN      int
-	readsOut int
-	maxRd    int
+	lruAt uint64
+	// cacheHits counts the context cache hits (QPStats.CacheHits), here
+	// beside lruAt, which every lookup reads, rather than in st.
+	cacheHits uint64
+	rdN       int32 // READs queued at the responder (reads)
+	readsOut  int32
+	maxRd     int32
 
 	// Send queue: counters, index = counter mod len(sq).
 	sq                             []swqe
@@ -294,6 +297,7 @@ func (q *QP) SharesDoorbell() bool { return q.bf.shared }
 // Stats returns the QP's counters.
 func (q *QP) Stats() QPStats {
 	s := q.st
+	s.CacheHits = q.cacheHits
 	s.Rate = q.Rate()
 	return s
 }
@@ -375,7 +379,7 @@ func (q *QP) Modify(attr *verbs.QPAttr, mask verbs.AttrMask) error {
 		q.minRNR = attr.MinRNRTimer
 	}
 	if mask&verbs.AttrMaxQPRdAtomic != 0 {
-		q.maxRd = int(attr.MaxRdAtomic)
+		q.maxRd = int32(attr.MaxRdAtomic)
 	}
 	if mask&verbs.AttrMaxDestRdAtomic != 0 {
 		q.maxDestRd = int(attr.MaxDestRdAtomic)

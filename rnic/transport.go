@@ -991,11 +991,11 @@ func (q *QP) serveRead(t sim.Time, p *fabric.Packet, dup bool) bool {
 	if q.reads == nil {
 		q.reads = make([]readJob, q.readsCap)
 	}
-	if q.rdN == len(q.reads) {
+	if int(q.rdN) == len(q.reads) {
 		n.st.RxDiscards++ // more outstanding READs than the responder holds: requester times out
 		return false
 	}
-	i := (q.rdHead + q.rdN) % len(q.reads)
+	i := (q.rdHead + int(q.rdN)) % len(q.reads)
 	q.reads[i] = readJob{psn: p.PSN, npkts: npk, addr: p.Addr, length: length, mr: mr}
 	q.rdN++
 	if !dup {
