@@ -1,8 +1,8 @@
 #!/bin/sh
 # Cache misses of the embedded `training` scenario under valgrind's
 # cachegrind: instructions, L1 data misses and last-level misses, which
-# vary little between runs of one build (0.2% in instructions, under 0.1%
-# in L1 misses, up to 4% in the smaller run's last-level misses) where CPU
+# vary little between runs of one build (up to 0.25% in instructions and
+# L1 misses, up to 4% in the smaller run's last-level misses) where CPU
 # seconds on a shared machine vary by several percent between rounds. Two runs: `training` for 100 us (mostly the
 # connection setup of its 85,808 QPs) with a 32 MiB last-level cache, and
 # a smaller `training` (24 servers, 68 trainers) for 2 ms with 1 MiB.
