@@ -3,6 +3,8 @@ package fabric
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/besim/besim/internal/layouttest"
 )
 
 // TestPacketLayout keeps what every hop reads of a frame (link, switch
@@ -12,29 +14,19 @@ import (
 // (bench/cachegrind.sh) would show it.
 func TestPacketLayout(t *testing.T) {
 	var p Packet
-	hot := []struct {
-		name      string
-		off, size uintptr
-	}{
-		{"Kind", unsafe.Offsetof(p.Kind), unsafe.Sizeof(p.Kind)},
-		{"Prio", unsafe.Offsetof(p.Prio), unsafe.Sizeof(p.Prio)},
-		{"ECN", unsafe.Offsetof(p.ECN), unsafe.Sizeof(p.ECN)},
-		{"Path", unsafe.Offsetof(p.Path), unsafe.Sizeof(p.Path)},
-		{"PauseMask", unsafe.Offsetof(p.PauseMask), unsafe.Sizeof(p.PauseMask)},
-		{"Src", unsafe.Offsetof(p.Src), unsafe.Sizeof(p.Src)},
-		{"Dst", unsafe.Offsetof(p.Dst), unsafe.Sizeof(p.Dst)},
-		{"Flow", unsafe.Offsetof(p.Flow), unsafe.Sizeof(p.Flow)},
-		{"Size", unsafe.Offsetof(p.Size), unsafe.Sizeof(p.Size)},
-		{"next", unsafe.Offsetof(p.next), unsafe.Sizeof(p.next)},
-		{"due", unsafe.Offsetof(p.due), unsafe.Sizeof(p.due)},
-		{"inPort", unsafe.Offsetof(p.inPort), unsafe.Sizeof(p.inPort)},
-	}
-	for _, f := range hot {
-		if end := f.off + f.size; end > 48 {
-			t.Errorf("Packet.%s ends at byte %d, want within the first 48", f.name, end)
-		}
-	}
-	if s := unsafe.Sizeof(p); s > 136 {
-		t.Errorf("Packet is %d bytes, want at most 136", s)
-	}
+	layouttest.Within(t, "Packet", 48,
+		layouttest.Field{Name: "Kind", Off: unsafe.Offsetof(p.Kind), Size: unsafe.Sizeof(p.Kind)},
+		layouttest.Field{Name: "Prio", Off: unsafe.Offsetof(p.Prio), Size: unsafe.Sizeof(p.Prio)},
+		layouttest.Field{Name: "ECN", Off: unsafe.Offsetof(p.ECN), Size: unsafe.Sizeof(p.ECN)},
+		layouttest.Field{Name: "Path", Off: unsafe.Offsetof(p.Path), Size: unsafe.Sizeof(p.Path)},
+		layouttest.Field{Name: "PauseMask", Off: unsafe.Offsetof(p.PauseMask), Size: unsafe.Sizeof(p.PauseMask)},
+		layouttest.Field{Name: "Src", Off: unsafe.Offsetof(p.Src), Size: unsafe.Sizeof(p.Src)},
+		layouttest.Field{Name: "Dst", Off: unsafe.Offsetof(p.Dst), Size: unsafe.Sizeof(p.Dst)},
+		layouttest.Field{Name: "Flow", Off: unsafe.Offsetof(p.Flow), Size: unsafe.Sizeof(p.Flow)},
+		layouttest.Field{Name: "Size", Off: unsafe.Offsetof(p.Size), Size: unsafe.Sizeof(p.Size)},
+		layouttest.Field{Name: "next", Off: unsafe.Offsetof(p.next), Size: unsafe.Sizeof(p.next)},
+		layouttest.Field{Name: "due", Off: unsafe.Offsetof(p.due), Size: unsafe.Sizeof(p.due)},
+		layouttest.Field{Name: "inPort", Off: unsafe.Offsetof(p.inPort), Size: unsafe.Sizeof(p.inPort)},
+	)
+	layouttest.AtMost(t, "Packet", unsafe.Sizeof(p), 136, "")
 }

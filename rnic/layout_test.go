@@ -3,6 +3,8 @@ package rnic
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/besim/besim/internal/layouttest"
 )
 
 // TestQPLayout keeps what the transmit arbiter and the context cache read
@@ -14,24 +16,14 @@ import (
 // heap profile would show it.
 func TestQPLayout(t *testing.T) {
 	var q QP
-	hot := []struct {
-		name      string
-		off, size uintptr
-	}{
-		{"nic", unsafe.Offsetof(q.nic), unsafe.Sizeof(q.nic)},
-		{"actNext", unsafe.Offsetof(q.actNext), unsafe.Sizeof(q.actNext)},
-		{"actPrev", unsafe.Offsetof(q.actPrev), unsafe.Sizeof(q.actPrev)},
-		{"qpn", unsafe.Offsetof(q.qpn), unsafe.Sizeof(q.qpn)},
-		{"flow", unsafe.Offsetof(q.flow), unsafe.Sizeof(q.flow)},
-		{"lruAt", unsafe.Offsetof(q.lruAt), unsafe.Sizeof(q.lruAt)},
-		{"cacheHits", unsafe.Offsetof(q.cacheHits), unsafe.Sizeof(q.cacheHits)},
-	}
-	for _, f := range hot {
-		if end := f.off + f.size; end > 64 {
-			t.Errorf("QP.%s ends at byte %d, want within the first 64", f.name, end)
-		}
-	}
-	if s := unsafe.Sizeof(q); s > 896 {
-		t.Errorf("QP is %d bytes, want at most 896 (its size class)", s)
-	}
+	layouttest.Within(t, "QP", 64,
+		layouttest.Field{Name: "nic", Off: unsafe.Offsetof(q.nic), Size: unsafe.Sizeof(q.nic)},
+		layouttest.Field{Name: "actNext", Off: unsafe.Offsetof(q.actNext), Size: unsafe.Sizeof(q.actNext)},
+		layouttest.Field{Name: "actPrev", Off: unsafe.Offsetof(q.actPrev), Size: unsafe.Sizeof(q.actPrev)},
+		layouttest.Field{Name: "qpn", Off: unsafe.Offsetof(q.qpn), Size: unsafe.Sizeof(q.qpn)},
+		layouttest.Field{Name: "flow", Off: unsafe.Offsetof(q.flow), Size: unsafe.Sizeof(q.flow)},
+		layouttest.Field{Name: "lruAt", Off: unsafe.Offsetof(q.lruAt), Size: unsafe.Sizeof(q.lruAt)},
+		layouttest.Field{Name: "cacheHits", Off: unsafe.Offsetof(q.cacheHits), Size: unsafe.Sizeof(q.cacheHits)},
+	)
+	layouttest.AtMost(t, "QP", unsafe.Sizeof(q), 896, "its size class")
 }
