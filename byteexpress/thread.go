@@ -461,10 +461,7 @@ func (m *qpnTable) get(qpn uint32) *engine {
 	if qpn < uint32(len(m.dense)) {
 		return m.dense[qpn]
 	}
-	if m.sparse == nil {
-		return nil
-	}
-	return m.sparse[qpn]
+	return m.sparse[qpn] // a nil map reads as empty
 }
 
 func (m *qpnTable) set(qpn uint32, e *engine) {
