@@ -1,9 +1,11 @@
 // Package layouttest sits outside the build of both tools, under the tests
-// of fabric, rnic and byteexpress: it checks that a struct laid out for the
-// cache (the frame, the QP, the engine) keeps the fields its hot paths read
-// within its first bytes and its size within a bound. It follows no section
-// of the paper: it holds the layouts of the simulator's performance work,
-// which no result would show undone (bench/cachegrind.sh would).
+// of fabric and rnic: it checks that a struct laid out for the cache (the
+// frame, the QP) keeps the fields its hot paths read within its first bytes
+// and its size within a bound. (The core's tests import nothing outside
+// verbs and the core, so byteexpress writes its engine check out.) It
+// follows no section of the paper: it holds the layouts of the simulator's
+// performance work, which no result would show undone (bench/cachegrind.sh
+// would).
 package layouttest
 
 import "testing"
