@@ -139,17 +139,19 @@ func (k *Kernel) file(e entry) {
 	x := uint64(e.at ^ k.last)
 	lv := uint(63-bits.LeadingZeros64(x)) / digit
 	s := uint(uint64(e.at)>>(digit*lv)) & (nslots - 1)
-	if len(k.slots[lv][s]) == 0 || e.at < k.mins[lv][s] {
+	sp := &k.slots[lv][s]
+	if len(*sp) == 0 {
+		k.mins[lv][s] = e.at
+		if *sp == nil && len(k.spare) > 0 {
+			*sp = k.spare[len(k.spare)-1]
+			k.spare = k.spare[:len(k.spare)-1]
+		}
+		k.bits[lv][s>>6] |= 1 << (s & 63)
+		k.used |= 1 << lv
+	} else if e.at < k.mins[lv][s] {
 		k.mins[lv][s] = e.at
 	}
-	sl := k.slots[lv][s]
-	if sl == nil && len(k.spare) > 0 {
-		sl = k.spare[len(k.spare)-1]
-		k.spare = k.spare[:len(k.spare)-1]
-	}
-	k.slots[lv][s] = append(sl, e)
-	k.bits[lv][s>>6] |= 1 << (s & 63)
-	k.used |= 1 << lv
+	*sp = append(*sp, e)
 }
 
 // runMax bounds the level-1 slots dispatched as one sorted run.
