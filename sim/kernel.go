@@ -30,8 +30,11 @@ type entry struct {
 // the slot of that digit's value. Push is O(1); an entry cascades down a few
 // levels in its life, each move a sequential append, which is what beats a
 // binary heap's O(log n) cache-missing sifts at 100k pending. A sparse
-// bottom-level slot (at most runMax entries) is not cascaded to level 0 but
-// sorted straight into cur, which then spans several instants.
+// slot (at most runMax entries) at any level is not cascaded but sorted
+// straight into cur, which then spans several instants: most slots that
+// come due hold a few events (in the training scenario events are about
+// 1 ns apart and a level-2 slot spans 4 ns), so an entry is filed about
+// 1.4 times in its life rather than twice.
 //
 // Ties leave in insertion order without a sequence number: appends keep every
 // slot in insertion order, a cascade moves a slot's entries in that order, and
@@ -154,7 +157,7 @@ func (k *Kernel) file(e entry) {
 	*sp = append(*sp, e)
 }
 
-// runMax bounds the level-1 slots dispatched as one sorted run.
+// runMax bounds the slots dispatched as one sorted run.
 const runMax = 16
 
 // insertCur adds e to cur, which stays sorted by instant from curAt on. e
@@ -226,10 +229,12 @@ func (k *Kernel) advance(until Time) bool {
 		if m > until {
 			return false
 		}
-		if lv == 1 && len(sl) <= runMax {
-			// A sparse bottom-level slot: sort its few entries into cur
-			// rather than cascading each through level 0. last becomes its
-			// latest instant; later posts up to it are inserted in order.
+		if len(sl) <= runMax {
+			// A sparse slot: sort its few entries into cur rather than
+			// cascading them to lower levels. last becomes its latest
+			// instant; later posts up to it are inserted in order. The
+			// slot is the lowest non-empty one, so every other entry is
+			// later than its whole span and stays filed as it was.
 			for _, e := range sl {
 				k.insertCur(e)
 			}
