@@ -116,11 +116,13 @@ func (k *Kernel) RegisterNew(h Handler) HandlerID {
 // components, which register once. Scheduling in the past is a bug in the
 // caller and panics rather than silently reordering time.
 func (k *Kernel) Post(at Time, id HandlerID, tag uint64) {
-	if at < k.now {
-		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, k.now))
-	}
-	k.file(entry{at: at, tag: tag, hid: id})
+	k.file(entry{at: at, tag: tag, hid: id}) // panics if at < now
 	k.n++
+}
+
+// past panics for a Post before now (file checks, so that Post inlines).
+func (k *Kernel) past(at Time) {
+	panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, k.now))
 }
 
 // At schedules h.OnEvent(at, tag), registering h on first use (a map lookup
@@ -135,6 +137,9 @@ func (k *Kernel) PostAfter(d Time, id HandlerID, tag uint64) { k.Post(k.now+d, i
 
 // file places e relative to last.
 func (k *Kernel) file(e entry) {
+	if e.at < k.now { // only a Post can be: a cascade moves entries > last
+		k.past(e.at)
+	}
 	if e.at <= k.last {
 		k.insertCur(e)
 		return
@@ -292,7 +297,27 @@ func (k *Kernel) step(until Time) bool {
 // clock at t (or earlier if Stop was called).
 func (k *Kernel) RunUntil(t Time) {
 	k.stopped = false
-	for !k.stopped && k.step(t) {
+	// step's body, inlined by hand: this loop runs every event.
+	for !k.stopped {
+		if k.curAt == len(k.cur) {
+			k.cur = k.cur[:0]
+			k.curAt = 0
+			if k.n == 0 || !k.advance(t) {
+				break
+			}
+		}
+		e := k.cur[k.curAt]
+		if e.at > t {
+			break
+		}
+		k.curAt++
+		k.n--
+		k.now = e.at
+		k.events++
+		if k.events&(progressEvery-1) == 0 {
+			k.publish()
+		}
+		k.handlers[e.hid].OnEvent(e.at, e.tag)
 	}
 	if !k.stopped && t != Never && t > k.now {
 		k.now = t
