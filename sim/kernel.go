@@ -240,10 +240,21 @@ func (k *Kernel) advance(until Time) bool {
 			// instant; later posts up to it are inserted in order. The
 			// slot is the lowest non-empty one, so every other entry is
 			// later than its whole span and stays filed as it was.
-			for _, e := range sl {
-				k.insertCur(e)
+			// cur is empty here: the slot's array becomes cur, sorted in
+			// place (a stable insertion sort of entries in insertion
+			// order), and cur's empty array takes the slot's place.
+			for i := 1; i < len(sl); i++ {
+				e := sl[i]
+				j := i
+				for j > 0 && sl[j-1].at > e.at {
+					sl[j] = sl[j-1]
+					j--
+				}
+				sl[j] = e
 			}
-			k.last = k.cur[len(k.cur)-1].at
+			k.slots[lv][s] = k.cur[:0]
+			k.cur = sl
+			k.last = sl[len(sl)-1].at
 			k.clear(lv, s)
 			return true
 		}
