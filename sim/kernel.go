@@ -22,6 +22,14 @@ type entry struct {
 	hid HandlerID
 }
 
+// slot is one bucket of the radix heap: its entries in insertion order and,
+// while it has any, the earliest instant among them (kept on filing, so
+// that a slot coming due needs no scan), on the cache line of its header.
+type slot struct {
+	es  []entry
+	min Time
+}
+
 // Kernel is a single-threaded event loop over virtual time.
 //
 // The queue is a radix heap with 6-bit digits (a hierarchical timing wheel
@@ -48,8 +56,7 @@ type Kernel struct {
 	last  Time    // every entry in a slot is > last; cur holds those <= last
 	cur   []entry // sorted by instant (stable) from curAt on
 	curAt int     // read position in cur
-	slots [levels][nslots][]entry
-	mins  [levels][nslots]Time   // earliest instant in each non-empty slot
+	slots [levels][nslots]slot
 	bits  [levels][nwords]uint64 // non-empty slots per level
 	used  uint64                 // non-empty levels
 	// spare holds the arrays of emptied upper-level slots, handed to the
@@ -135,31 +142,67 @@ func (k *Kernel) After(d Time, h Handler, tag uint64) { k.At(k.now+d, h, tag) }
 // PostAfter schedules handler id d from now.
 func (k *Kernel) PostAfter(d Time, id HandlerID, tag uint64) { k.Post(k.now+d, id, tag) }
 
-// file places e relative to last.
+// file places e relative to last. Its common case (e after last, its slot
+// with room) calls nothing, so its arguments need no spilling; the others
+// go out of line.
 func (k *Kernel) file(e entry) {
-	if e.at < k.now { // only a Post can be: a cascade moves entries > last
-		k.past(e.at)
-	}
-	if e.at <= k.last {
-		k.insertCur(e)
+	if e.at <= k.last || e.at < k.now {
+		k.fileNear(e)
 		return
 	}
-	x := uint64(e.at ^ k.last)
-	lv := uint(63-bits.LeadingZeros64(x)) / digit
-	s := uint(uint64(e.at)>>(digit*lv)) & (nslots - 1)
+	lv := uint(levelOf[bits.Len64(uint64(e.at^k.last))])
+	s := uint(uint64(e.at)>>(lv*digit&63)) & (nslots - 1)
 	sp := &k.slots[lv][s]
-	if len(*sp) == 0 {
-		k.mins[lv][s] = e.at
-		if *sp == nil && len(k.spare) > 0 {
-			*sp = k.spare[len(k.spare)-1]
-			k.spare = k.spare[:len(k.spare)-1]
-		}
+	n := len(sp.es)
+	if n == cap(sp.es) {
+		k.fileFull(e, lv, s)
+		return
+	}
+	if n == 0 {
+		sp.min = e.at
 		k.bits[lv][s>>6] |= 1 << (s & 63)
 		k.used |= 1 << lv
-	} else if e.at < k.mins[lv][s] {
-		k.mins[lv][s] = e.at
+	} else if e.at < sp.min {
+		sp.min = e.at
 	}
-	*sp = append(*sp, e)
+	sp.es = sp.es[:n+1]
+	sp.es[n] = e
+}
+
+// levelOf[bits.Len64(x)] is the level of an entry whose instant differs
+// from last in x (x != 0): the digit holding x's highest set bit.
+var levelOf = func() (t [65]uint8) {
+	for n := 1; n <= 64; n++ {
+		t[n] = uint8((n - 1) / digit)
+	}
+	return t
+}()
+
+// fileNear files e at or before last, into cur, or panics for a Post
+// before now (a cascade only moves entries after last).
+func (k *Kernel) fileNear(e entry) {
+	if e.at < k.now {
+		k.past(e.at)
+	}
+	k.insertCur(e)
+}
+
+// fileFull files e in slot (lv, s), whose array is full: an empty slot
+// takes a spare array if there is one, else the slot's array grows.
+func (k *Kernel) fileFull(e entry, lv, s uint) {
+	sp := &k.slots[lv][s]
+	if len(sp.es) == 0 {
+		sp.min = e.at
+		k.bits[lv][s>>6] |= 1 << (s & 63)
+		k.used |= 1 << lv
+		if len(k.spare) > 0 {
+			sp.es = k.spare[len(k.spare)-1]
+			k.spare = k.spare[:len(k.spare)-1]
+		}
+	} else if e.at < sp.min {
+		sp.min = e.at
+	}
+	sp.es = append(sp.es, e)
 }
 
 // runMax bounds the slots dispatched as one sorted run.
@@ -191,11 +234,12 @@ func (k *Kernel) lowest() (uint, uint) {
 }
 
 func (k *Kernel) clear(lv uint, s uint) {
-	if sl := k.slots[lv][s]; lv > 0 && cap(sl) > 0 {
-		k.spare = append(k.spare, sl[:0])
-		k.slots[lv][s] = nil
+	sp := &k.slots[lv][s]
+	if lv > 0 && cap(sp.es) > 0 {
+		k.spare = append(k.spare, sp.es[:0])
+		sp.es = nil
 	} else {
-		k.slots[lv][s] = sl[:0]
+		sp.es = sp.es[:0]
 	}
 	k.bits[lv][s>>6] &^= 1 << (s & 63)
 	for _, w := range k.bits[lv] {
@@ -210,7 +254,7 @@ func (k *Kernel) clear(lv uint, s uint) {
 func (k *Kernel) advance(until Time) bool {
 	for {
 		lv, s := k.lowest()
-		sl := k.slots[lv][s]
+		sl := k.slots[lv][s].es
 		shift := digit * lv
 		// Smallest instant the slot can hold: last's higher digits, then s.
 		hi := uint64(k.last) >> (shift + digit) << (shift + digit)
@@ -225,12 +269,12 @@ func (k *Kernel) advance(until Time) bool {
 			// The slot holds exactly one instant: it becomes cur, and cur's
 			// empty array becomes the slot's, with no copy.
 			k.last = base
-			k.slots[0][s] = k.cur[:0]
+			k.slots[0][s].es = k.cur[:0]
 			k.cur = sl
 			k.clear(0, s)
 			return true
 		}
-		m := k.mins[lv][s] // kept on filing, so no scan of the slot
+		m := k.slots[lv][s].min
 		if m > until {
 			return false
 		}
@@ -252,7 +296,7 @@ func (k *Kernel) advance(until Time) bool {
 				}
 				sl[j] = e
 			}
-			k.slots[lv][s] = k.cur[:0]
+			k.slots[lv][s].es = k.cur[:0]
 			k.cur = sl
 			k.last = sl[len(sl)-1].at
 			k.clear(lv, s)
