@@ -212,13 +212,13 @@ const runMax = 32
 // is newer than everything queued (a Post) or is moved in insertion order (a
 // cascade), so it goes after every entry at or before its instant.
 func (k *Kernel) insertCur(e entry) {
-	k.cur = append(k.cur, e)
-	j := len(k.cur) - 1
-	for j > k.curAt && k.cur[j-1].at > e.at {
-		k.cur[j] = k.cur[j-1]
-		j--
+	cur := append(k.cur, e)
+	k.cur = cur
+	j := len(cur) - 1
+	for lo := k.curAt; j > lo && cur[j-1].at > e.at; j-- {
+		cur[j] = cur[j-1]
 	}
-	k.cur[j] = e
+	cur[j] = e
 }
 
 // lowest returns the lowest non-empty (level, slot).
