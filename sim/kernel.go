@@ -38,8 +38,10 @@ type slot struct {
 // the slot of that digit's value. Push is O(1); an entry cascades down a few
 // levels in its life, each move a sequential append, which is what beats a
 // binary heap's O(log n) cache-missing sifts at 100k pending. A sparse
-// slot (at most runMax entries) at any level is not cascaded but sorted
-// straight into cur, which then spans several instants: most slots that
+// slot (at most runMax entries) of level runLevel or below is not cascaded
+// but sorted straight into cur, which then spans several instants (at most
+// a level-2 slot's 16 ns, so that the posts falling inside the run, each
+// inserted into cur in order, stay few): most slots that
 // come due hold a few events (in the training scenario events are about
 // 1 ns apart and a level-2 slot spans 16 ns), so an entry is filed about
 // 1.1 times in its life and a run holds about 9 events.
@@ -49,8 +51,8 @@ type slot struct {
 // two entries for one instant can never sit in different slots (the slot of
 // the earlier one is cascaded before last can move past the later one's
 // filing point), so a stable placement by instant is FIFO.
-// TestKernelMatchesReference and TestKernelRunUntilMatchesReference check
-// this against a stable sort.
+// TestKernelMatchesReference, TestKernelRunUntilMatchesReference and
+// TestKernelBurstsMatchReference check this against a stable sort.
 type Kernel struct {
 	now   Time
 	last  Time    // every entry in a slot is > last; cur holds those <= last
@@ -205,8 +207,12 @@ func (k *Kernel) fileFull(e entry, lv, s uint) {
 	sp.es = append(sp.es, e)
 }
 
-// runMax bounds the slots dispatched as one sorted run.
-const runMax = 32
+// runMax bounds the slots dispatched as one sorted run, and runLevel their
+// level.
+const (
+	runMax   = 32
+	runLevel = 2
+)
 
 // insertCur adds e to cur, which stays sorted by instant from curAt on. e
 // is newer than everything queued (a Post) or is moved in insertion order (a
@@ -278,7 +284,7 @@ func (k *Kernel) advance(until Time) bool {
 		if m > until {
 			return false
 		}
-		if len(sl) <= runMax {
+		if lv <= runLevel && len(sl) <= runMax {
 			// A sparse slot: sort its few entries into cur rather than
 			// cascading them to lower levels. last becomes its latest
 			// instant; later posts up to it are inserted in order. The
