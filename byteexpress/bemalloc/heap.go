@@ -97,7 +97,8 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 	s.bits[idx>>6].Or(1 << (idx & 63))
 	h.live.add(1)
 	h.liveBytes.add(int64(s.size))
-	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: size, lkey: s.lkey, rkey: s.rkey}, nil
+	b := s.blk
+	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: size, lkey: b.lkey, rkey: b.rkey}, nil
 }
 
 // Deallocate returns b to the pool. A buffer allocated by this heap goes
@@ -137,7 +138,8 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 	s.state = 1
 	h.live.add(1)
 	h.liveBytes.add(int64(s.size))
-	return Buf{addr: s.base, n: size, lkey: s.lkey, rkey: s.rkey}, nil
+	b := s.blk
+	return Buf{addr: s.base, n: size, lkey: b.lkey, rkey: b.rkey}, nil
 }
 
 // refill gives class c a fresh span: from the heap cache, else from the

@@ -46,8 +46,8 @@ type span struct {
 	used   uint32 // slots allocated and not yet freed back to the owner
 	prev   *span  // heap partial list (the cache's lists are singly linked)
 	// Bytes 56 to 119: what a large run's allocation, free (own or
-	// cross-heap), deferred drain and heap-cache push and pop read and
-	// write. The spans array has pointers and is over 512 bytes, so the
+	// cross-heap), deferred drain, heap-cache push and pop, split and
+	// coalescing read and write. The spans array has pointers and is over 512 bytes, so the
 	// runtime puts an 8-byte type header before it and its elements start
 	// 8 bytes past a 64-byte boundary (TestSpanLayout checks where): this
 	// range is one cache line, and the large path touches one line of the
@@ -79,9 +79,11 @@ type span struct {
 	// program frees a buffer twice concurrently.
 	state uint32
 	k     uint32 // spans in the run
-	lkey  uint32
-	rkey  uint32
-	blk   *block
+	// blk is the block the span is in; the keys of a buffer are its
+	// block's (blk.lkey, blk.rkey: a few block structs stay in cache,
+	// where a copy here took 8 bytes of the line).
+	blk *block
+	_   [8]byte
 }
 
 // isCachedBy reports whether s is a run in h's cache. It may be called on
@@ -97,16 +99,16 @@ func (s *span) isCachedBy(h *Heap) bool {
 // stays usable and the MR, a Go value, stays visible to the GC.
 type block struct {
 	// What every free and drain reads first (radix lookup, then the span
-	// table), at the start of the struct.
+	// table) and allocation reads for the Buf, at the start of the struct.
 	base  uintptr
 	heads []head // span index -> run that covers it
 	huge  bool
+	lkey  uint32
+	rkey  uint32
 	spans []span
 	mr    verbs.MR
 	size  uintptr
 	m     mapping
-	lkey  uint32
-	rkey  uint32
 	// Pool.mu:
 	free  []uint64 // spans free at pool level
 	nfree int
@@ -295,7 +297,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 	}
 	if s.class == classLarge {
 		if atomic.LoadUint32(&s.state) == 1 && addr < s.base+uintptr(s.size) {
-			return Buf{addr: s.base, n: int(s.size), lkey: s.lkey, rkey: s.rkey}, true
+			return Buf{addr: s.base, n: int(s.size), lkey: blk.lkey, rkey: blk.rkey}, true
 		}
 		return Buf{}, false
 	}
@@ -303,7 +305,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 	if idx >= uint64(s.nslots) || s.bits[idx>>6].Load()&(1<<(idx&63)) == 0 {
 		return Buf{}, false
 	}
-	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: int(s.size), lkey: s.lkey, rkey: s.rkey}, true
+	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: int(s.size), lkey: blk.lkey, rkey: blk.rkey}, true
 }
 
 // free is the deallocation path shared by Heap.Deallocate (h = the caller's
@@ -414,7 +416,7 @@ func (p *Pool) newBlock(n int, huge bool) (*block, error) {
 	if huge {
 		b.spans = make([]span, 1)
 		s := &b.spans[0]
-		s.base, s.size, s.class, s.blk, s.lkey, s.rkey = b.base, uint32(min(size, 1<<31)), classHuge, b, b.lkey, b.rkey
+		s.base, s.size, s.class, s.blk = b.base, uint32(min(size, 1<<31)), classHuge, b
 		return b, nil
 	}
 	b.spans = make([]span, p.nspans)
@@ -423,7 +425,7 @@ func (p *Pool) newBlock(n int, huge bool) (*block, error) {
 	for i := range p.nspans {
 		s := &b.spans[i]
 		s.base = b.base + uintptr(i)<<p.spanShift
-		s.blk, s.lkey, s.rkey, s.free = b, b.lkey, b.rkey, noSlot
+		s.blk, s.free = b, noSlot
 		b.free[i>>6] |= 1 << (i & 63)
 	}
 	b.nfree = p.nspans

@@ -116,9 +116,9 @@ func TestSpanLayout(t *testing.T) {
 	x := mustAlloc(t, h, 100<<10)
 	blk := p.radix.lookup(x.Addr())
 	for _, sp := range []*span{&blk.spans[0], &blk.spans[1], &blk.spans[p.nspans-1]} {
-		lo, hi := uintptr(unsafe.Pointer(&sp.base)), uintptr(unsafe.Pointer(&sp.rkey))+unsafe.Sizeof(sp.rkey)
+		lo, hi := uintptr(unsafe.Pointer(&sp.base)), uintptr(unsafe.Pointer(&sp.blk))+unsafe.Sizeof(sp.blk)
 		if lo/64 != (hi-1)/64 {
-			t.Errorf("span fields base..rkey at %#x..%#x cross a cache line", lo, hi)
+			t.Errorf("span fields base..blk at %#x..%#x cross a cache line", lo, hi)
 		}
 	}
 	mustFree(t, h, x)
