@@ -207,16 +207,19 @@ func (h *Heap) unlink(s *span) {
 }
 
 func (h *Heap) pushCache(s *span) {
-	s.next = h.cache[s.k] // singly linked: prev is the partial list's
-	h.cache[s.k] = s
-	h.cached += int(s.k)
+	k := s.k
+	c := &h.cache[k] // one bounds check
+	s.next = *c      // singly linked: prev is the partial list's
+	*c = s
+	h.cached += int(k)
 	s.ownerSetCachedBy(h)
 }
 
 func (h *Heap) popCache(k int) *span {
-	s := h.cache[k]
+	c := &h.cache[k]
+	s := *c
 	if s != nil {
-		h.cache[k] = s.next
+		*c = s.next
 		s.next = nil
 		h.cached -= k
 		s.ownerSetCachedBy(nil)
