@@ -102,12 +102,11 @@
 // pool's free runs shorter than it into its cache (up to three quarters of
 // the bound), since heaps come to the pool only for runs their cache lacks
 // and short pieces left there would otherwise never be used again, and the
-// footprint would creep up by a block at a time. A heap that already holds
-// a block's worth of spans and carves a run of several spans from an empty
-// block takes the rest of the block as its reserve (rpmalloc's
-// span_reserve): busy heaps then do not interleave their runs within a
-// block, where neither could coalesce across the other's and long
-// requests kept missing (Pool.reserveLocked). A block whose spans are all free is retained, up to
+// footprint would creep up by a block at a time. A heap that carves a run
+// of several spans from an empty block takes the rest of the block as its
+// reserve (rpmalloc's span_reserve): heaps then do not interleave their
+// runs within a block, where neither could coalesce across the other's and
+// long requests kept missing (Pool.reserveLocked). A block whose spans are all free is retained, up to
 // RetainBlocks (default 16 blocks, counting cached dedicated runs); beyond
 // that the least recently emptied is deregistered and unmapped.
 // Registration and deregistration run outside the pool lock. Heap.Flush

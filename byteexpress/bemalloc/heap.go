@@ -31,7 +31,6 @@ type Heap struct {
 	partial   []*span // per size class: spans with free slots; allocation takes the head
 	cache     []*span // per span count k: free runs of k spans (LIFO)
 	cached    int     // spans in cache
-	held      int     // spans taken from the pool and not given back (live or cached; Pool.mu)
 	scratch   []*span // coalesce's buffer: room for every cached run
 	closed    bool
 	_         [64]byte
@@ -351,7 +350,6 @@ func (h *Heap) flushCache(keep int) {
 	for k := 1; k < len(h.cache) && h.cached > keep; k++ {
 		for h.cache[k] != nil && h.cached > keep {
 			p.giveLocked(h.popCache(k))
-			h.held -= k
 		}
 	}
 	chain := p.trimLocked()

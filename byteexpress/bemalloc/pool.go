@@ -619,14 +619,12 @@ func (p *Pool) takeRun(h *Heap, k int) (*span, error) {
 			return nil, ErrClosed
 		}
 		if s := p.carveLocked(k); s != nil {
-			h.held += k
-			if b := s.blk; k > 1 && h.held >= p.nspans && b.nfree == p.nspans-k && b.nfree > 0 && h.cached+b.nfree <= p.heapCacheSpans {
+			if b := s.blk; k > 1 && b.nfree == p.nspans-k && b.nfree > 0 && h.cached+b.nfree <= p.heapCacheSpans {
 				p.reserveLocked(h, s, b)
 			}
 			if k == 1 {
 				for n := 1; n < refillBatch && h.cached < p.heapCacheSpans && p.partial.head != nil; n++ {
 					h.pushCache(p.carveLocked(1))
-					h.held++
 				}
 			} else {
 				p.takeFragmentsLocked(h, k)
@@ -651,22 +649,19 @@ func (p *Pool) takeRun(h *Heap, k int) (*span, error) {
 // came next, so that in Figure 4's large workload the heaps' runs were
 // interleaved within every block, a heap's cached runs could not coalesce
 // across the other heap's, and requests for long runs kept missing with a
-// third of the memory free in pieces in the caches and none at pool level.
-// With two heaps interleaved on one goroutine, after the warm-up: 5
-// registrations in 8M operations per heap and still growing (84 to 104
-// MiB), 229 pool visits, before; 2 registrations in the first 350K
-// operations and none after (80 to 88 MiB), 11 visits, with the reserve;
-// four heaps 176 to 216 MiB and 6,853 visits before, 164 to 180 MiB and
-// 17 after. Only a heap that already holds a block's worth of spans from
-// the pool (Heap.held), and only for a run of several spans, takes a
-// reserve: lightly used heaps (a simulated host's I/O threads) and size
-// classes taking one span still share blocks rather than register one
-// each.
+// third of the memory free in pieces in the caches and none at pool level:
+// with two heaps interleaved on one goroutine, 5 registrations in 8M
+// operations per heap after the warm-up, still growing (84 to 104 MiB),
+// and 229 pool visits; with the reserve 2 in the first 350K operations
+// and none after (80 to 88 MiB) and 2 visits; four heaps 176 to 216 MiB
+// and 6,853 visits before, 160 to 176 MiB and 4 visits after. Only runs of
+// several spans take a reserve: a size class taking one span leaves the
+// block shared, so that many lightly used heaps (a simulated host's I/O
+// threads) still fill one block rather than register one each.
 func (p *Pool) reserveLocked(h *Heap, s *span, b *block) {
 	i := int((s.base-b.base)>>(p.spanShift&63)) + int(s.k)
-	if n := b.nfree; i+n == p.nspans {
-		h.pushCache(p.carveAtLocked(b, i, n))
-		h.held += n
+	if i+b.nfree == p.nspans {
+		h.pushCache(p.carveAtLocked(b, i, b.nfree))
 	}
 }
 
@@ -696,7 +691,6 @@ func (p *Pool) takeFragmentsLocked(h *Heap, k int) {
 			}
 			if j-i < k {
 				h.pushCache(p.carveAtLocked(b, i, j-i))
-				h.held += j - i
 			}
 			i = j
 		}
