@@ -77,10 +77,8 @@
 // the free slot) and a cache of free span runs. A buffer freed by a
 // goroutine that is not its owner (through its own Heap or through
 // Pool.Deallocate) is pushed onto the owner's deferred-free list with one
-// CAS, the link in the slot itself, or for a large run in its span struct
-// (which the owner reads anyway, where the run's first word is a cold
-// cache line); the owner takes the whole list with one Swap at its next
-// Allocate. Pool.Allocate goes through a shared
+// CAS, the link again in the buffer itself; the owner takes the whole list
+// with one Swap at its next Allocate. Pool.Allocate goes through a shared
 // heap behind a mutex, for callers without a heap. A closed heap is reused
 // by the next NewHeap (rpmalloc's heap adoption), so spans it still holds
 // keep receiving their frees.
@@ -102,11 +100,7 @@
 // pool's free runs shorter than it into its cache (up to three quarters of
 // the bound), since heaps come to the pool only for runs their cache lacks
 // and short pieces left there would otherwise never be used again, and the
-// footprint would creep up by a block at a time. A heap that carves a run
-// of several spans from an empty block takes the rest of the block as its
-// reserve (rpmalloc's span_reserve): heaps then do not interleave their
-// runs within a block, where neither could coalesce across the other's and
-// long requests kept missing (Pool.reserveLocked). A block whose spans are all free is retained, up to
+// footprint would creep up by a block at a time. A block whose spans are all free is retained, up to
 // RetainBlocks (default 16 blocks, counting cached dedicated runs); beyond
 // that the least recently emptied is deregistered and unmapped.
 // Registration and deregistration run outside the pool lock. Heap.Flush

@@ -619,9 +619,6 @@ func (p *Pool) takeRun(h *Heap, k int) (*span, error) {
 			return nil, ErrClosed
 		}
 		if s := p.carveLocked(k); s != nil {
-			if b := s.blk; k > 1 && b.nfree == p.nspans-k && b.nfree > 0 && h.cached+b.nfree <= p.heapCacheSpans {
-				p.reserveLocked(h, s, b)
-			}
 			if k == 1 {
 				for n := 1; n < refillBatch && h.cached < p.heapCacheSpans && p.partial.head != nil; n++ {
 					h.pushCache(p.carveLocked(1))
@@ -639,29 +636,6 @@ func (p *Pool) takeRun(h *Heap, k int) (*span, error) {
 		}
 		p.mu.Lock()
 		p.addBlockLocked(b)
-	}
-}
-
-// reserveLocked moves the rest of block b, from which run s was just
-// carved as the block's first run, into h's cache: the block becomes h's
-// reserve, as rpmalloc keeps the spans it maps beyond a request in the
-// heap's span_reserve. Left at pool level, the rest went to whichever heap
-// came next, so that in Figure 4's large workload the heaps' runs were
-// interleaved within every block, a heap's cached runs could not coalesce
-// across the other heap's, and requests for long runs kept missing with a
-// third of the memory free in pieces in the caches and none at pool level:
-// with two heaps interleaved on one goroutine, 5 registrations in 8M
-// operations per heap after the warm-up, still growing (84 to 104 MiB),
-// and 229 pool visits; with the reserve 2 in the first 350K operations
-// and none after (80 to 88 MiB) and 2 visits; four heaps 176 to 216 MiB
-// and 6,853 visits before, 160 to 176 MiB and 4 visits after. Only runs of
-// several spans take a reserve: a size class taking one span leaves the
-// block shared, so that many lightly used heaps (a simulated host's I/O
-// threads) still fill one block rather than register one each.
-func (p *Pool) reserveLocked(h *Heap, s *span, b *block) {
-	i := int((s.base-b.base)>>(p.spanShift&63)) + int(s.k)
-	if i+b.nfree == p.nspans {
-		h.pushCache(p.carveAtLocked(b, i, b.nfree))
 	}
 }
 

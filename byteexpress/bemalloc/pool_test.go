@@ -441,14 +441,11 @@ func TestDeferredFreeIsReused(t *testing.T) {
 // pieces, and checks that a sixteen-span request is served from them (at
 // the lowest of their addresses: the pool would carve first-fit past them,
 // since the heap still holds them) rather than from the pool, and that the
-// cycle allocates no Go memory once warm. A first buffer takes the start
-// of the block, whose rest (sixteen spans) becomes the heap's reserve, so
-// that the cache holds no other run that could serve the request.
+// cycle allocates no Go memory once warm.
 func TestHeapCacheCoalesces(t *testing.T) {
 	p, pd := newPool(t, Config{})
 	h := p.NewHeap()
 	const n, run = 8, 2 * tS
-	fill := mustAlloc(t, h, tB-n*run)
 	var bufs [n]Buf
 	cycle := func() {
 		lowest := ^uintptr(0)
@@ -473,7 +470,6 @@ func TestHeapCacheCoalesces(t *testing.T) {
 	if r, _, _ := pd.counts(); r != regs {
 		t.Errorf("registrations went %d -> %d in the steady cycle", regs, r)
 	}
-	mustFree(t, h, fill)
 	h.Close()
 	closeClean(t, p, pd)
 }
@@ -1098,11 +1094,9 @@ func TestSpanBitmapsOnDemand(t *testing.T) {
 // own cache. Heap a's two free runs are separated by a free run in heap b's
 // cache; a request of a that needs them merged must go to the pool, and b's
 // run must stay b's (exact fit, disjoint from what a got). A coalesce that
-// merged every free neighbour would hand a a run overlapping b's. The heap
-// caches are too small (8 spans) for a block's rest to become a heap's
-// reserve, so that the three runs are carved from one block in turn.
+// merged every free neighbour would hand a a run overlapping b's.
 func TestCoalesceStopsAtOtherHeapsRuns(t *testing.T) {
-	p, pd := newPool(t, Config{HeapCacheBytes: 8 * tS})
+	p, pd := newPool(t, Config{})
 	a, b := p.NewHeap(), p.NewHeap()
 	a0 := mustAlloc(t, a, 2*tS)
 	b0 := mustAlloc(t, b, 2*tS)
@@ -1202,46 +1196,5 @@ func TestPoolFragmentsGoToHeapCache(t *testing.T) {
 	}
 	a.Close()
 	b.Close()
-	closeClean(t, p, pd)
-}
-
-// TestRunReserve: a heap that carves a run of several spans from an empty
-// block takes the rest of the block into its cache as its reserve
-// (Pool.reserveLocked), so that its next runs come from there without a
-// pool visit and another heap's runs go to another block; a size class's
-// single span leaves the block shared.
-func TestRunReserve(t *testing.T) {
-	p, pd := newPool(t, Config{})
-	a, b := p.NewHeap(), p.NewHeap()
-	a0 := mustAlloc(t, a, 2*tS)
-	v := p.heapVisits.Load()
-	a1 := mustAlloc(t, a, 3*tS)
-	if p.heapVisits.Load() != v || a1.Addr() != a0.Addr()+2*tS {
-		t.Errorf("second run at %#x after %d pool visits, want %#x from the reserve", a1.Addr(), p.heapVisits.Load()-v, a0.Addr()+2*tS)
-	}
-	b0 := mustAlloc(t, b, 2*tS)
-	if b0.Addr()&^(tB-1) == a0.Addr()&^(tB-1) {
-		t.Errorf("heap b's run %#x is in heap a's block %#x", b0.Addr(), a0.Addr()&^(tB-1))
-	}
-	if st := p.Stats(); st.Registrations != 2 {
-		t.Errorf("%d registrations, want 2 (one block per heap)", st.Registrations)
-	}
-	// Slots: heap a takes a span of a fresh block for a size class; heap b's
-	// size class shares that block.
-	c, d := p.NewHeap(), p.NewHeap()
-	c0 := mustAlloc(t, c, 100)
-	d0 := mustAlloc(t, d, 100)
-	if c0.Addr()&^(tB-1) != d0.Addr()&^(tB-1) {
-		t.Errorf("slots of two heaps in blocks %#x and %#x, want one block", c0.Addr()&^(tB-1), d0.Addr()&^(tB-1))
-	}
-	for _, x := range []struct {
-		h *Heap
-		b Buf
-	}{{a, a0}, {a, a1}, {b, b0}, {c, c0}, {d, d0}} {
-		mustFree(t, x.h, x.b)
-	}
-	for _, h := range []*Heap{a, b, c, d} {
-		h.Close()
-	}
 	closeClean(t, p, pd)
 }
