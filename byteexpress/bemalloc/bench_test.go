@@ -31,6 +31,11 @@ import (
 // RegMR calls bemalloc made in the timed phase (0 in a steady state), and
 // allocs/op the Go heap allocations per operation (b.ReportAllocs; 0 for
 // bemalloc, TestFigure4ZeroAllocs proves it without timing).
+// pool-locks/1k-ops is, for bemalloc, how many times per 1000 operations
+// a heap took the pool's mutex in the timed phase (Pool.heapVisits: runs
+// taken from the pool, caches flushed into it): the contention the heap
+// caches exist to avoid, a count that does not need as many cores as
+// goroutines to show (it depends on the interleaving, not on the speed).
 // bench/alloc.sh runs them and writes results/fig4.
 
 type workload struct {
@@ -113,6 +118,7 @@ type allocator[T any] struct {
 	newWorker func() (alloc func(int) T, free func(T))
 	teardown  func() (peakBytes int64, ok bool) // bemalloc reports its footprint
 	regs      func() int64                      // bemalloc: RegMR calls so far; nil for the Go baselines
+	locks     func() int64                      // bemalloc: heap visits to Pool.mu so far; nil for the Go baselines
 	valid     func(T) bool
 }
 
@@ -202,9 +208,9 @@ func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocato
 		done.Wait()
 	}
 	phase(func(int) int { return w.warm })
-	var regs0 int64
+	var regs0, locks0 int64
 	if a.regs != nil {
-		regs0 = a.regs()
+		regs0, locks0 = a.regs(), a.locks()
 	}
 	b.ResetTimer()
 	cpu0 := cpuTime()
@@ -221,6 +227,7 @@ func runFigure4[T any](b *testing.B, w workload, threads int, mk func() allocato
 	b.StopTimer()
 	if a.regs != nil {
 		b.ReportMetric(float64(a.regs()-regs0), "regs")
+		b.ReportMetric(float64(a.locks()-locks0)*1000/float64(2*b.N), "pool-locks/1k-ops")
 	}
 	close(stop)
 	sampler.Wait()
@@ -307,6 +314,7 @@ func bemallocAllocator(b *testing.B, cfg Config) allocator[Buf] {
 			return pk, true
 		},
 		regs:  func() int64 { return p.Stats().Registrations },
+		locks: func() int64 { return p.heapVisits.Load() },
 		valid: func(x Buf) bool { return !x.IsZero() },
 	}
 }

@@ -77,8 +77,10 @@
 // the free slot) and a cache of free span runs. A buffer freed by a
 // goroutine that is not its owner (through its own Heap or through
 // Pool.Deallocate) is pushed onto the owner's deferred-free list with one
-// CAS, the link again in the buffer itself; the owner takes the whole list
-// with one Swap at its next Allocate. Pool.Allocate goes through a shared
+// CAS, the link in the slot itself, or for a large run in its span struct
+// (which the owner reads anyway, where the run's first word is a cold
+// cache line); the owner takes the whole list with one Swap at its next
+// Allocate. Pool.Allocate goes through a shared
 // heap behind a mutex, for callers without a heap. A closed heap is reused
 // by the next NewHeap (rpmalloc's heap adoption), so spans it still holds
 // keep receiving their frees.

@@ -17,7 +17,7 @@ type Heap struct {
 	_ [64]byte
 	// Written by other goroutines (frees of this heap's buffers) and read
 	// by the owner, on a line of its own.
-	deferred atomic.Uintptr // Treiber stack of freed addresses; the link is in the buffer
+	deferred atomic.Uintptr // Treiber stack of freed addresses; the link is in the slot, or span.dnext for a large run
 	_        [56]byte
 	// Written by the owner only (read by Stats): the heap's allocations
 	// minus the frees made through it, of its own buffers and of other
@@ -97,7 +97,8 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 	s.bits[idx>>6].Or(1 << (idx & 63))
 	h.live.add(1)
 	h.liveBytes.add(int64(s.size))
-	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: size, lkey: s.lkey, rkey: s.rkey}, nil
+	b := s.blk
+	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: size, lkey: b.lkey, rkey: b.rkey}, nil
 }
 
 // Deallocate returns b to the pool. A buffer allocated by this heap goes
@@ -116,7 +117,7 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 	if size > p.cfg.BlockSize {
 		return p.allocHuge(size)
 	}
-	k := (size + p.cfg.SpanSize - 1) >> p.spanShift
+	k := (size + p.cfg.SpanSize - 1) >> (p.spanShift & 63)
 	s := h.takeCached(k)
 	if s == nil {
 		var err error
@@ -125,7 +126,7 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 		}
 	}
 	s.class = classLarge
-	s.size = uint32(k) << p.spanShift
+	s.size = uint32(k) << (p.spanShift & 63)
 	if s.owner.Load() != h {
 		// An atomic store is a locked instruction on x86, which waits for
 		// the caller's buffered stores; a run from this heap's own cache
@@ -137,7 +138,8 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 	s.state = 1
 	h.live.add(1)
 	h.liveBytes.add(int64(s.size))
-	return Buf{addr: s.base, n: size, lkey: s.lkey, rkey: s.rkey}, nil
+	b := s.blk
+	return Buf{addr: s.base, n: size, lkey: b.lkey, rkey: b.rkey}, nil
 }
 
 // refill gives class c a fresh span: from the heap cache, else from the
@@ -205,16 +207,19 @@ func (h *Heap) unlink(s *span) {
 }
 
 func (h *Heap) pushCache(s *span) {
-	s.prev, s.next = nil, h.cache[s.k]
-	h.cache[s.k] = s
-	h.cached += int(s.k)
+	k := s.k
+	c := &h.cache[k] // one bounds check
+	s.next = *c      // singly linked: prev is the partial list's
+	*c = s
+	h.cached += int(k)
 	s.ownerSetCachedBy(h)
 }
 
 func (h *Heap) popCache(k int) *span {
-	s := h.cache[k]
+	c := &h.cache[k]
+	s := *c
 	if s != nil {
-		h.cache[k] = s.next
+		*c = s.next
 		s.next = nil
 		h.cached -= k
 		s.ownerSetCachedBy(nil)
@@ -254,7 +259,7 @@ func (h *Heap) splitCached(k int) *span {
 		}
 		s := h.popCache(j)
 		b := s.blk
-		i := int((s.base-b.base)>>h.pool.spanShift) + k
+		i := int((s.base-b.base)>>(h.pool.spanShift&63)) + k
 		rest := &b.spans[i]
 		rest.k = uint32(j - k)
 		for x := i; x < i+j-k; x++ {
@@ -293,7 +298,7 @@ func (h *Heap) coalesce() bool {
 	}
 	h.cached = 0
 	merged := false
-	shift := h.pool.spanShift
+	shift := h.pool.spanShift & 63
 	nspans := h.pool.nspans
 	for _, s := range runs {
 		if !s.isCachedBy(h) {
@@ -353,9 +358,20 @@ func (h *Heap) flushCache(keep int) {
 }
 
 // pushDeferred queues a freed buffer of this heap (called by another
-// goroutine): the buffer's first word links the stack.
+// goroutine): a slot's first word links the stack.
 func (h *Heap) pushDeferred(addr uintptr) {
-	link := (*uintptr)(ptrAt(addr))
+	h.pushDeferredAt(addr, (*uintptr)(ptrAt(addr)))
+}
+
+// pushDeferredRun queues a freed large run of this heap (called by another
+// goroutine, which has just cleared s.state with a CAS and so is the only
+// one to push it): the link is s.dnext rather than the run's first word,
+// a cold cache line that neither the freeing goroutine nor the owner would
+// otherwise touch; the drain reads the span anyway.
+func (h *Heap) pushDeferredRun(s *span) { h.pushDeferredAt(s.base, &s.dnext) }
+
+// pushDeferredAt pushes addr with its link stored at *link: one CAS.
+func (h *Heap) pushDeferredAt(addr uintptr, link *uintptr) {
 	for {
 		old := h.deferred.Load()
 		*link = old
@@ -366,16 +382,21 @@ func (h *Heap) pushDeferred(addr uintptr) {
 }
 
 // drain takes the whole deferred-free list (one Swap: a single consumer
-// needs no ABA protection) and frees each buffer locally.
+// needs no ABA protection) and frees each buffer locally. The list keeps
+// the order of the frees whatever their kind (a large run's link is in its
+// span, a slot's in the slot), so the owner's caches evolve as if every
+// free had been its own.
 func (h *Heap) drain() {
 	p := h.pool
 	for addr := h.deferred.Swap(0); addr != 0; {
-		next := *(*uintptr)(ptrAt(addr))
 		blk := p.radix.lookup(addr)
-		s := blk.heads[(addr-blk.base)>>p.spanShift].Load()
+		s := blk.heads[(addr-blk.base)>>(p.spanShift&63)].Load()
+		var next uintptr
 		if s.class == classLarge {
+			next = s.dnext
 			h.cacheRun(s)
 		} else {
+			next = *(*uintptr)(ptrAt(addr))
 			idx, _ := bits.Mul64(uint64(addr-s.base), s.magic)
 			h.freeSlot(s, uint32(idx))
 		}

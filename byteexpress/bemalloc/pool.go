@@ -20,11 +20,6 @@ const (
 	refillBatch = 4
 )
 
-// span is a run of k contiguous spans of a block: a size-class span (k = 1)
-// carved into slots, or one large allocation (k spans). Span structs live in
-// their block's spans array, one per possible run start, so carving and
-// reusing spans never allocates; they are padded to 128 bytes so that spans
-// owned by different heaps do not share cache lines.
 // bitWords is the length of the allocation bitmap of a span of n slots: one
 // bit per slot, at least a cache line (cross-heap frees set and clear bits
 // atomically; spans of different owners should not share a line). Spans
@@ -34,19 +29,45 @@ const (
 // 16-byte slot of every span (32 KiB a 4 MiB block).
 func bitWords(n uint32) int { return max(int(n+63)/64, 8) }
 
+// span is a run of k contiguous spans of a block: a size-class span (k = 1)
+// carved into slots, or one large allocation (k spans). Span structs live in
+// their block's spans array, one per possible run start, so carving and
+// reusing spans never allocates; they are 128 bytes (two cache lines, and
+// the array, a power of two of them, is line-aligned) so that spans owned
+// by different heaps do not share cache lines.
 type span struct {
-	base   uintptr
+	// Size-class state and the partial list's back link: the first 56
+	// bytes, which share a cache line with the previous span's blk.
 	magic  uint64 // divMagic(size)
 	bits   []atomic.Uint64
-	size   uint32 // slot size (class span) or run bytes (large)
 	nslots uint32
 	free   uint32 // head of the intrusive free list, noSlot if empty
 	bump   uint32 // slots [bump, nslots) were never handed out since init
 	used   uint32 // slots allocated and not yet freed back to the owner
-	class  int32
-	k      uint32 // spans in the run
-	lkey   uint32
-	rkey   uint32
+	prev   *span  // heap partial list (the cache's lists are singly linked)
+	// Bytes 56 to 119: what a large run's allocation, free (own or
+	// cross-heap), deferred drain, heap-cache push and pop, split and
+	// coalescing read and write. The spans array has pointers and is over 512 bytes, so the
+	// runtime puts an 8-byte type header before it and its elements start
+	// 8 bytes past a 64-byte boundary (TestSpanLayout checks where): this
+	// range is one cache line, and the large path touches one line of the
+	// span.
+	base  uintptr
+	owner atomic.Pointer[Heap]
+	next  *span // heap partial list or heap cache
+	// cachedBy is the heap whose cache holds the run, nil when the run is
+	// in no heap cache. Only that heap sets and clears it (pushCache,
+	// popCache, coalesce), with ownerSetCachedBy (a plain store outside
+	// the race detector, see head); coalesce reads it atomically on the
+	// neighbours of its runs, which may be other heaps' runs.
+	cachedBy unsafe.Pointer // *Heap
+	// dnext links a freed large run on its owner's deferred-free list
+	// (Heap.pushDeferredRun): the address pushed before it, written by the
+	// goroutine that frees the run before its CAS, read by the owner after
+	// taking the list.
+	dnext uintptr
+	class int32
+	size  uint32 // slot size (class span) or run bytes (large)
 	// state is 1 while a large or huge run is allocated. Frees from
 	// other goroutines, Find and the huge path access it atomically
 	// (sync/atomic functions); the owner heap sets it on allocation and
@@ -57,17 +78,12 @@ type span struct {
 	// the Buf (or the deferred-free list), so they do not race unless the
 	// program frees a buffer twice concurrently.
 	state uint32
-	owner atomic.Pointer[Heap]
-	next  *span // heap partial list or heap cache
-	prev  *span
-	blk   *block
-	// cachedBy is the heap whose cache holds the run, nil when the run is
-	// in no heap cache. Only that heap sets and clears it (pushCache,
-	// popCache, coalesce), with ownerSetCachedBy (a plain store outside
-	// the race detector, see head); coalesce reads it atomically on the
-	// neighbours of its runs, which may be other heaps' runs.
-	cachedBy unsafe.Pointer // *Heap
-	_        [8]byte
+	k     uint32 // spans in the run
+	// blk is the block the span is in; the keys of a buffer are its
+	// block's (blk.lkey, blk.rkey: a few block structs stay in cache,
+	// where a copy here took 8 bytes of the line).
+	blk *block
+	_   [8]byte
 }
 
 // isCachedBy reports whether s is a run in h's cache. It may be called on
@@ -82,15 +98,17 @@ func (s *span) isCachedBy(h *Heap) bool {
 // through the radix) rather than at the block base so that all of the block
 // stays usable and the MR, a Go value, stays visible to the GC.
 type block struct {
+	// What every free and drain reads first (radix lookup, then the span
+	// table) and allocation reads for the Buf, at the start of the struct.
 	base  uintptr
-	size  uintptr
-	m     mapping
-	mr    verbs.MR
+	heads []head // span index -> run that covers it
+	huge  bool
 	lkey  uint32
 	rkey  uint32
-	huge  bool
 	spans []span
-	heads []head // span index -> run that covers it
+	mr    verbs.MR
+	size  uintptr
+	m     mapping
 	// Pool.mu:
 	free  []uint64 // spans free at pool level
 	nfree int
@@ -140,6 +158,9 @@ type Pool struct {
 	pd  verbs.PD
 	cfg Config
 
+	// Shifts are used as x >> (shift & 63) on hot paths: the mask (a
+	// no-op, shifts are below 64) spares the compiler's code for shifts
+	// of 64 or more.
 	blockShift, spanShift uint
 	nspans                int
 	maxSmall              int // largest class size: SpanSize/2
@@ -270,13 +291,13 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 		}
 		return Buf{}, false
 	}
-	s := blk.heads[(addr-blk.base)>>p.spanShift].Load()
+	s := blk.heads[(addr-blk.base)>>(p.spanShift&63)].Load()
 	if s == nil {
 		return Buf{}, false
 	}
 	if s.class == classLarge {
 		if atomic.LoadUint32(&s.state) == 1 && addr < s.base+uintptr(s.size) {
-			return Buf{addr: s.base, n: int(s.size), lkey: s.lkey, rkey: s.rkey}, true
+			return Buf{addr: s.base, n: int(s.size), lkey: blk.lkey, rkey: blk.rkey}, true
 		}
 		return Buf{}, false
 	}
@@ -284,7 +305,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 	if idx >= uint64(s.nslots) || s.bits[idx>>6].Load()&(1<<(idx&63)) == 0 {
 		return Buf{}, false
 	}
-	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: int(s.size), lkey: s.lkey, rkey: s.rkey}, true
+	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: int(s.size), lkey: blk.lkey, rkey: blk.rkey}, true
 }
 
 // free is the deallocation path shared by Heap.Deallocate (h = the caller's
@@ -302,7 +323,7 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 	if blk.huge {
 		return p.freeHuge(blk, addr)
 	}
-	s := blk.heads[(addr-blk.base)>>p.spanShift].Load()
+	s := blk.heads[(addr-blk.base)>>(p.spanShift&63)].Load()
 	if s == nil {
 		return ErrNotOwned
 	}
@@ -316,7 +337,7 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 				return ErrDoubleFree
 			}
 			p.countFree(h, s.size)
-			o.pushDeferred(addr)
+			o.pushDeferredRun(s)
 			return nil
 		}
 		// The owner's free: plain accesses (see span.state).
@@ -395,7 +416,7 @@ func (p *Pool) newBlock(n int, huge bool) (*block, error) {
 	if huge {
 		b.spans = make([]span, 1)
 		s := &b.spans[0]
-		s.base, s.size, s.class, s.blk, s.lkey, s.rkey = b.base, uint32(min(size, 1<<31)), classHuge, b, b.lkey, b.rkey
+		s.base, s.size, s.class, s.blk = b.base, uint32(min(size, 1<<31)), classHuge, b
 		return b, nil
 	}
 	b.spans = make([]span, p.nspans)
@@ -404,7 +425,7 @@ func (p *Pool) newBlock(n int, huge bool) (*block, error) {
 	for i := range p.nspans {
 		s := &b.spans[i]
 		s.base = b.base + uintptr(i)<<p.spanShift
-		s.blk, s.lkey, s.rkey, s.free = b, b.lkey, b.rkey, noSlot
+		s.blk, s.free = b, noSlot
 		b.free[i>>6] |= 1 << (i & 63)
 	}
 	b.nfree = p.nspans

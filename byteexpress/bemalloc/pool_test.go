@@ -109,6 +109,21 @@ func TestSpanLayout(t *testing.T) {
 	if sz := unsafe.Sizeof(span{}); sz%64 != 0 {
 		t.Fatalf("span is %d bytes, want a multiple of the 64-byte cache line", sz)
 	}
+	// The large path's fields share one cache line (span's comment): in
+	// a block's spans array they lie within one 64-byte line.
+	p, pd := newPool(t, Config{})
+	h := p.NewHeap()
+	x := mustAlloc(t, h, 100<<10)
+	blk := p.radix.lookup(x.Addr())
+	for _, sp := range []*span{&blk.spans[0], &blk.spans[1], &blk.spans[p.nspans-1]} {
+		lo, hi := uintptr(unsafe.Pointer(&sp.base)), uintptr(unsafe.Pointer(&sp.blk))+unsafe.Sizeof(sp.blk)
+		if lo/64 != (hi-1)/64 {
+			t.Errorf("span fields base..blk at %#x..%#x cross a cache line", lo, hi)
+		}
+	}
+	mustFree(t, h, x)
+	h.Close()
+	closeClean(t, p, pd)
 }
 
 // roundTripSizes covers every size class (its smallest and largest request),
