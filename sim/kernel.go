@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 )
 
 // Handler receives events. Components implement it once and tell their event
@@ -158,8 +159,7 @@ func (k *Kernel) file(e entry) {
 	sp := &k.slots[lv][s]
 	n := len(sp.es)
 	if n == cap(sp.es) {
-		k.fileFull(e, lv, s)
-		return
+		k.grow(sp)
 	}
 	if n == 0 {
 		sp.min = e.at
@@ -190,22 +190,16 @@ func (k *Kernel) fileNear(e entry) {
 	k.insertCur(e)
 }
 
-// fileFull files e in slot (lv, s), whose array is full: an empty slot
-// takes a spare array if there is one, else the slot's array grows.
-func (k *Kernel) fileFull(e entry, lv, s uint) {
-	sp := &k.slots[lv][s]
-	if len(sp.es) == 0 {
-		sp.min = e.at
-		k.bits[lv][s>>6] |= 1 << (s & 63)
-		k.used |= 1 << lv
-		if len(k.spare) > 0 {
-			sp.es = k.spare[len(k.spare)-1]
-			k.spare = k.spare[:len(k.spare)-1]
-		}
-	} else if e.at < sp.min {
-		sp.min = e.at
+// grow makes room for one more entry in sp, whose array is full (out of
+// line, so that file's common case calls nothing): an empty slot takes a
+// spare array if there is one, else the array grows as append would.
+func (k *Kernel) grow(sp *slot) {
+	if len(sp.es) == 0 && len(k.spare) > 0 {
+		sp.es = k.spare[len(k.spare)-1] // empty, with room
+		k.spare = k.spare[:len(k.spare)-1]
+		return
 	}
-	sp.es = append(sp.es, e)
+	sp.es = slices.Grow(sp.es, 1)
 }
 
 // runMax bounds the slots dispatched as one sorted run, and runLevel their
