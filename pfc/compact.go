@@ -83,31 +83,60 @@ func (c *Compact) AddN(n int64, v int64) {
 }
 
 // halve keeps every other point, in place: the delta of two points fits in
-// no more bytes than the two deltas did.
+// no more bytes than the two deltas did. A run of zero deltas from an even
+// point whose value is the last kept one (a queue that stayed empty or
+// unchanged: most of a long run's points) becomes half as many, a word of
+// eight at a time.
 func (c *Compact) halve() {
+	buf := c.buf
 	r, w := 0, 0
 	var v, kept int64
 	n := 0
-	for i := 0; i < c.n; i++ {
-		var d int64
-		if b := c.buf[r]; b < 0x80 { // one-byte varint: most deltas
-			d = int64(b>>1) ^ -int64(b&1)
-			r++
-		} else {
-			var k int
-			d, k = binary.Varint(c.buf[r:])
-			r += k
+	for i := 0; i < c.n; {
+		if i&1 == 0 && v == kept {
+			m := 0 // zero deltas ahead, in whole words
+			for end := r + min(c.n-i, len(buf)-r)&^7; r+m < end && binary.LittleEndian.Uint64(buf[r+m:]) == 0; {
+				m += 8
+			}
+			if m > 0 {
+				clear(buf[w : w+m/2]) // w <= r: at most the zeros being read
+				r, w, n, i = r+m, w+m/2, n+m/2, i+m
+				continue
+			}
 		}
+		var d int64
+		d, r = nextDelta(buf, r)
 		v += d
 		if i&1 == 0 {
-			w += binary.PutVarint(c.buf[w:], v-kept)
+			w += putDelta(buf[w:], v-kept)
 			kept = v
 			n++
 		}
+		i++
 	}
-	c.buf = c.buf[:w]
+	c.buf = buf[:w]
 	c.n, c.last = n, kept
 	c.stride *= 2 // capacity is even, so the offered point is on the new grid
+}
+
+// putDelta writes d as a zigzag varint (binary.PutVarint's bytes), a delta
+// of -64 to 63 without a call.
+func putDelta(b []byte, d int64) int {
+	if uint64(d+64) < 128 {
+		b[0] = byte(d<<1 ^ d>>63)
+		return 1
+	}
+	return binary.PutVarint(b, d)
+}
+
+// nextDelta decodes the zigzag varint at b[r:] (binary.Varint), a one-byte
+// one without a call, and returns it and the position after it.
+func nextDelta(b []byte, r int) (int64, int) {
+	if x := b[r]; x < 0x80 {
+		return int64(x>>1) ^ -int64(x&1), r + 1
+	}
+	d, k := binary.Varint(b[r:])
+	return d, r + k
 }
 
 // Points yields the kept points in order, without allocating.
@@ -117,14 +146,50 @@ func (c *Compact) Points() iter.Seq2[sim.Time, int64] {
 		var v int64
 		step := sim.Time(c.stride) * c.dt
 		for i := 0; i < c.n; i++ {
-			d, k := binary.Varint(c.buf[r:])
-			r += k
+			var d int64
+			d, r = nextDelta(c.buf, r)
 			v += d
 			if !yield(c.t0+sim.Time(i)*step, v) {
 				return
 			}
 		}
 	}
+}
+
+// Fold summarizes the kept points at or after instant from, as a loop over
+// Points would: their number, their largest value (0 when there are none)
+// and the sum of their values added in order as float64. Eight points of
+// value zero in a row (an empty queue's tail) are taken a word at a time:
+// adding +0.0 leaves the sum as it was.
+func (c *Compact) Fold(from sim.Time) (n int, hi int64, sum float64) {
+	step := sim.Time(c.stride) * c.dt
+	first := 0 // the first kept point at or after from
+	if from > c.t0 && step > 0 {
+		first = int((from - c.t0 + step - 1) / step)
+	}
+	buf := c.buf
+	r := 0
+	var v int64
+	for i := 0; i < c.n; {
+		// hi needs no update: point i-1, also 0, was counted (so hi >= 0)
+		// or none was (hi is still 0).
+		if v == 0 && i >= first && i+8 <= c.n && r+8 <= len(buf) && binary.LittleEndian.Uint64(buf[r:]) == 0 {
+			n, r, i = n+8, r+8, i+8
+			continue
+		}
+		var d int64
+		d, r = nextDelta(buf, r)
+		v += d
+		if i >= first {
+			if n == 0 || v > hi {
+				hi = v
+			}
+			sum += float64(v)
+			n++
+		}
+		i++
+	}
+	return n, hi, sum
 }
 
 // Series rebuilds the Series of the same capacity offered the same samples.

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -195,25 +197,36 @@ func (t *Table) WriteCSV(w io.Writer) error {
 // WriteSeriesCSV writes every time series of r as one long, tidy table:
 // series, unit, t_s (seconds), value; one line per sample.
 func (r *Result) WriteSeriesCSV(w io.Writer) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"series", "unit", "t_s", "value"}); err != nil {
+	// A series' name and unit are quoted as encoding/csv quotes them, once
+	// per series; the numbers after them never need quoting.
+	bw := bufio.NewWriter(w)
+	var prefix bytes.Buffer
+	var line []byte
+	if _, err := bw.WriteString("series,unit,t_s,value\n"); err != nil {
 		return err
 	}
 	for _, s := range r.Series {
+		prefix.Reset()
+		cw := csv.NewWriter(&prefix)
+		if err := cw.Write([]string{s.Name, s.Unit}); err != nil {
+			return err
+		}
+		cw.Flush()
+		head := bytes.TrimSuffix(prefix.Bytes(), []byte("\n"))
 		for i := range s.T {
-			v := ""
-			if i < len(s.V) && !Missing(s.V[i]) {
-				v = Number(s.V[i])
-			}
-			t := ""
+			line = append(append(line[:0], head...), ',')
 			if !Missing(s.T[i]) {
-				t = Number(s.T[i])
+				line = appendNumber(line, s.T[i])
 			}
-			if err := cw.Write([]string{s.Name, s.Unit, t, v}); err != nil {
+			line = append(line, ',')
+			if i < len(s.V) && !Missing(s.V[i]) {
+				line = appendNumber(line, s.V[i])
+			}
+			line = append(line, '\n')
+			if _, err := bw.Write(line); err != nil {
 				return err
 			}
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return bw.Flush()
 }

@@ -242,15 +242,51 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes missing values as null.
+// MarshalJSON writes missing values as null. Series hold most of a
+// result's numbers, so the object is written directly, without a
+// json.RawMessage per number: the bytes json.Marshal gives for {name, unit
+// (omitted when empty), t, v} with each number as jsonNumber.
 func (s Series) MarshalJSON() ([]byte, error) {
-	type plain struct {
-		Name string            `json:"name"`
-		Unit string            `json:"unit,omitempty"`
-		T    []json.RawMessage `json:"t"`
-		V    []json.RawMessage `json:"v"`
+	name, err := json.Marshal(s.Name)
+	if err != nil {
+		return nil, err
 	}
-	return json.Marshal(plain{s.Name, s.Unit, jsonNumbers(s.T), jsonNumbers(s.V)})
+	b := make([]byte, 0, 32+len(name)+len(s.Unit)+12*(len(s.T)+len(s.V)))
+	b = append(b, `{"name":`...)
+	b = append(b, name...)
+	if s.Unit != "" {
+		unit, err := json.Marshal(s.Unit)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"unit":`...)
+		b = append(b, unit...)
+	}
+	b = append(b, `,"t":`...)
+	b = appendJSONNumbers(b, s.T)
+	b = append(b, `,"v":`...)
+	b = appendJSONNumbers(b, s.V)
+	return append(b, '}'), nil
+}
+
+// appendJSONNumbers appends xs as a JSON array of jsonNumber (null for a
+// nil slice, as json.Marshal writes one).
+func appendJSONNumbers(b []byte, xs []float64) []byte {
+	if xs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if Missing(x) {
+			b = append(b, "null"...)
+		} else {
+			b = appendNumber(b, x)
+		}
+	}
+	return append(b, ']')
 }
 
 // UnmarshalJSON reads null as NaN.
@@ -319,18 +355,51 @@ func Missing(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
 // noise (459.34671199999997) is dropped (459.346712), and without an
 // exponent between 1e-6 and 1e21 (1000000, not 1e+06). x must not be
 // Missing.
-func Number(x float64) string {
+func Number(x float64) string { return string(appendNumber(nil, x)) }
+
+// appendNumber appends Number(x) to b.
+func appendNumber(b []byte, x float64) []byte {
 	if x == 0 {
-		return "0"
+		return append(b, '0')
 	}
-	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 15, 64), 64)
-	if err != nil {
-		r = x
+	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+		// An integer of at most 15 digits survives the rounding exactly and
+		// prints without a fraction or an exponent: what the conversions
+		// below give, without them (queue depths, counts).
+		return strconv.AppendInt(b, int64(x), 10)
+	}
+	var g [32]byte
+	r := x
+	if shortestDigits(strconv.AppendFloat(g[:0], x, 'e', -1, 64)) > 15 {
+		// Otherwise x is the double nearest its shortest decimal, which
+		// lies on the 15-digit grid, within half a unit in the last place
+		// (about 1.1e-16 of x) of x where grid points are at least 1e-15
+		// of x apart: rounding to 15 digits gives that decimal and it
+		// reads back as x. Only longer ones need the round trip.
+		var err error
+		if r, err = strconv.ParseFloat(string(strconv.AppendFloat(g[:0], x, 'g', 15, 64)), 64); err != nil {
+			r = x
+		}
 	}
 	if a := math.Abs(r); a >= 1e21 || a < 1e-6 {
-		return strconv.FormatFloat(r, 'g', -1, 64)
+		return strconv.AppendFloat(b, r, 'g', -1, 64)
 	}
-	return strconv.FormatFloat(r, 'f', -1, 64)
+	return strconv.AppendFloat(b, r, 'f', -1, 64)
+}
+
+// shortestDigits counts the significant digits of a float formatted with
+// 'e' and precision -1 ("-1.2345e-07": 5).
+func shortestDigits(e []byte) int {
+	n := 0
+	for _, c := range e {
+		switch {
+		case c == 'e':
+			return n
+		case c >= '0' && c <= '9':
+			n++
+		}
+	}
+	return n
 }
 
 // ReadJSON parses a result written by WriteJSON, of this format or

@@ -2,7 +2,11 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
+	"encoding/json"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,6 +135,70 @@ func TestNumber(t *testing.T) {
 	}
 }
 
+// numberSlow is Number without its integer shortcut.
+func numberSlow(x float64) string {
+	if x == 0 {
+		return "0"
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 15, 64), 64)
+	if err != nil {
+		r = x
+	}
+	if a := math.Abs(r); a >= 1e21 || a < 1e-6 {
+		return strconv.FormatFloat(r, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
+// TestNumberIntegersAsBefore checks Number's integer shortcut against the
+// conversions it skips, at every magnitude up to and past its 15 digits.
+func TestNumberIntegersAsBefore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := 0; i < 200000; i++ {
+		x := math.Trunc(rng.Float64() * math.Pow(10, float64(rng.IntN(18))))
+		if i%2 == 1 {
+			x = -x
+		}
+		if i%5 == 0 {
+			x += 0.5 // not an integer: the slow path, for contrast
+		}
+		if got, want := Number(x), numberSlow(x); got != want {
+			t.Fatalf("Number(%v) = %q, want %q", x, got, want)
+		}
+	}
+	for _, x := range []float64{1e15 - 1, 1e15, 1e15 + 1, 1 << 53, 999999999999999} {
+		if got, want := Number(x), numberSlow(x); got != want {
+			t.Fatalf("Number(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
+
+// TestNumberAsBefore checks Number against the three conversions it makes
+// only for decimals longer than 15 digits, over random doubles of every
+// magnitude, short decimals, sums with binary noise, and integers.
+func TestNumberAsBefore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	check := func(x float64) {
+		if Missing(x) {
+			return
+		}
+		if got, want := Number(x), numberSlow(x); got != want {
+			t.Fatalf("Number(%v) = %q, want %q", x, got, want)
+		}
+	}
+	for i := 0; i < 300000; i++ {
+		check(math.Float64frombits(rng.Uint64()))                                // any double
+		check(float64(rng.Int64N(1e6)) * math.Pow(10, float64(rng.IntN(40)-20))) // a short decimal
+		check(float64(rng.IntN(100000)) * 1e-5)                                  // sample instants
+		check(0.1*float64(rng.IntN(1000)) + 0.2*float64(rng.IntN(1000)))         // binary noise
+		check(math.Nextafter(float64(rng.Int64N(1e15)), math.Inf(1)))
+	}
+	for _, x := range []float64{1e15 - 0.5, 999999999999999.9, 0.1 + 0.2, 5e-324, math.MaxFloat64, 1e21, 1e-6, 9.999999999999999e20, 9.99999999999999e-7} {
+		check(x)
+		check(-x)
+	}
+}
+
 func TestCSVHeadersAndParams(t *testing.T) {
 	tb := Table{Name: "sweep", KeyName: "point", Params: []string{"fabric.switch.buffer", "flows[0].src"},
 		Columns: []Column{{"sent", "KB"}, {"tx pkts", ""}, {"of line", "%"}, {"flow/victim/goodput", "Gbps"}}}
@@ -142,5 +210,69 @@ func TestCSVHeadersAndParams(t *testing.T) {
 	want := "fabric.switch.buffer,flows[0].src,sent_bytes,tx_pkts,of_line_pct,flow/victim/goodput_gbps\n2MiB,\"0,2,4\",1500,10,99.5,\n"
 	if b.String() != want {
 		t.Errorf("csv:\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestSeriesWritersAsBefore checks the direct JSON and CSV writers of series
+// against encoding/json and encoding/csv given the same values, for names
+// and units that need escaping or quoting, missing values, nil and empty
+// slices and a value slice shorter than its instants.
+func TestSeriesWritersAsBefore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	names := []string{"queue/sw0->h1/3", "a,b", `say "hi"`, " lead", "line\nbreak", "<&>", "ü", "", `\.`}
+	var series []Series
+	for i := 0; i < 200; i++ {
+		s := Series{Name: names[rng.IntN(len(names))], Unit: names[rng.IntN(len(names))]}
+		if i%7 != 0 {
+			n := rng.IntN(30)
+			s.T, s.V = make([]float64, n), make([]float64, n)
+			for j := range n {
+				s.T[j] = float64(j) * 1e-5
+				s.V[j] = []float64{0, 3, 1500, 0.1 + 0.2, -2.5e-9, math.NaN(), math.Inf(1), 1e22, float64(rng.Int64N(1 << 40))}[rng.IntN(9)]
+			}
+			if i%5 == 0 && n > 0 {
+				s.V = s.V[:n-1]
+			}
+		}
+		series = append(series, s)
+	}
+	for _, s := range series {
+		type plain struct {
+			Name string            `json:"name"`
+			Unit string            `json:"unit,omitempty"`
+			T    []json.RawMessage `json:"t"`
+			V    []json.RawMessage `json:"v"`
+		}
+		want, err := json.Marshal(plain{s.Name, s.Unit, jsonNumbers(s.T), jsonNumbers(s.V)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.MarshalJSON()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("series %q: MarshalJSON = %s, %v; encoding/json gives %s", s.Name, got, err, want)
+		}
+	}
+	var want bytes.Buffer
+	cw := csv.NewWriter(&want)
+	cw.Write([]string{"series", "unit", "t_s", "value"})
+	for _, s := range series {
+		for i := range s.T {
+			v, tt := "", ""
+			if i < len(s.V) && !Missing(s.V[i]) {
+				v = Number(s.V[i])
+			}
+			if !Missing(s.T[i]) {
+				tt = Number(s.T[i])
+			}
+			cw.Write([]string{s.Name, s.Unit, tt, v})
+		}
+	}
+	cw.Flush()
+	var got bytes.Buffer
+	if err := (&Result{Series: series}).WriteSeriesCSV(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Fatalf("WriteSeriesCSV differs from encoding/csv:\n%s\nwant\n%s", got.String(), want.String())
 	}
 }

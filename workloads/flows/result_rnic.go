@@ -141,17 +141,8 @@ func (x *Sim) rnicMetrics(r *report.Result, rep *fabric.Report) {
 				if q.Depth == nil {
 					continue
 				}
-				var s float64
-				n := 0
-				for at, v := range q.Depth.Points() {
-					if at < from {
-						continue
-					}
-					qmax = max(qmax, v)
-					s += float64(v)
-					n++
-				}
-				if n > 0 {
+				if n, hi, s := q.Depth.Fold(from); n > 0 {
+					qmax = max(qmax, hi)
 					qmean = max(qmean, s/float64(n))
 				}
 			}
