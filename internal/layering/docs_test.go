@@ -14,7 +14,7 @@ import (
 func TestDocsStandAlone(t *testing.T) {
 	root := filepath.Join("..", "..")
 	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)`)
-	for _, doc := range []string{"README.md", "docs/ARCHITECTURE.md"} {
+	for _, doc := range []string{"README.md", "docs/ARCHITECTURE.md", "docs/PERFORMANCE.md"} {
 		b, err := os.ReadFile(filepath.Join(root, doc))
 		if err != nil {
 			t.Fatal(err)
