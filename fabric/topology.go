@@ -150,12 +150,39 @@ func (n *Network) routes(g graph) {
 	queue := make([]int, 0, len(n.Switches)) // switch indices in search order
 	var hops []int32
 	var key []byte
+	// Hosts on one switch have the same routes everywhere but there: the
+	// routes of the last host's switch are kept (hosts are numbered switch
+	// by switch), and a host on the same switch takes them, interning only
+	// its own hop at its switch, which assigns every set the index the full
+	// search would (the other keys were interned by the first such host).
+	type row struct {
+		si int
+		r  uint32
+	}
+	var same []row
+	lastFirst := -1
 	for d := 0; d < nh; d++ {
 		h := n.Hosts[d]
 		if h.out == nil || int(h.peer) < nh {
 			continue // not connected to a switch
 		}
 		first := int(h.peer) - nh
+		if first == lastFirst {
+			for _, x := range same {
+				n.Switches[x.si].route[d] = x.r
+			}
+			sw := n.Switches[first]
+			key = binary.LittleEndian.AppendUint32(key[:0], uint32(h.peerPort))
+			r, ok := intern[first][string(key)]
+			if !ok {
+				r = uint32(len(sw.sets))
+				sw.sets = append(sw.sets, []int32{int32(h.peerPort)})
+				intern[first][string(key)] = r
+			}
+			sw.route[d] = r
+			continue
+		}
+		lastFirst, same = first, same[:0]
 		dist[first] = 1
 		queue = append(queue[:0], first)
 		for head := 0; head < len(queue); head++ {
@@ -194,6 +221,9 @@ func (n *Network) routes(g graph) {
 				intern[si][string(key)] = r
 			}
 			sw.route[d] = r
+			if ds > 1 {
+				same = append(same, row{si, r})
+			}
 		}
 		for _, si := range queue {
 			dist[si] = -1
