@@ -8,36 +8,41 @@
 // would).
 package layouttest
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
-// Field is one field of a struct: its name, offset and size, from
-// unsafe.Offsetof and unsafe.Sizeof in the test that owns the struct.
-type Field struct {
-	Name      string
-	Off, Size uintptr
-}
-
-// Within fails t for every field of the struct named typ that ends past
-// byte limit.
-func Within(t testing.TB, typ string, limit uintptr, fields ...Field) {
+// Within fails t for every named field of the struct that ptr points to
+// ((*T)(nil) will do) that ends past byte limit, and for every name that is
+// not a field of the struct itself (a renamed field must be renamed here
+// too; promoted fields are not looked through).
+func Within(t testing.TB, ptr any, limit uintptr, names ...string) {
 	t.Helper()
-	for _, f := range fields {
-		if end := f.Off + f.Size; end > limit {
-			t.Errorf("%s.%s ends at byte %d, want within the first %d", typ, f.Name, end, limit)
+	typ := reflect.TypeOf(ptr).Elem()
+	for _, name := range names {
+		f, ok := typ.FieldByName(name)
+		if !ok || len(f.Index) != 1 {
+			t.Errorf("%s has no field %s", typ.Name(), name)
+			continue
+		}
+		if end := f.Offset + f.Type.Size(); end > limit {
+			t.Errorf("%s.%s ends at byte %d, want within the first %d", typ.Name(), name, end, limit)
 		}
 	}
 }
 
-// AtMost fails t if the struct named typ is larger than max bytes; why, if
-// not empty, says what the bound is (for example "its size class").
-func AtMost(t testing.TB, typ string, size, max uintptr, why string) {
+// AtMost fails t if the struct that ptr points to is larger than max
+// bytes; why, if not empty, says what the bound is (for example "its size
+// class").
+func AtMost(t testing.TB, ptr any, max uintptr, why string) {
 	t.Helper()
-	if size <= max {
-		return
-	}
-	if why != "" {
-		t.Errorf("%s is %d bytes, want at most %d (%s)", typ, size, max, why)
-	} else {
-		t.Errorf("%s is %d bytes, want at most %d", typ, size, max)
+	typ := reflect.TypeOf(ptr).Elem()
+	if size := typ.Size(); size > max {
+		if why != "" {
+			t.Errorf("%s is %d bytes, want at most %d (%s)", typ.Name(), size, max, why)
+		} else {
+			t.Errorf("%s is %d bytes, want at most %d", typ.Name(), size, max)
+		}
 	}
 }
