@@ -364,42 +364,68 @@ func appendNumber(b []byte, x float64) []byte {
 	}
 	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
 		// An integer of at most 15 digits survives the rounding exactly and
-		// prints without a fraction or an exponent: what the conversions
-		// below give, without them (queue depths, counts).
+		// prints without a fraction or an exponent (queue depths, counts).
 		return strconv.AppendInt(b, int64(x), 10)
 	}
+	// x rounded to 15 significant digits, d.dddddddddddddde±XX. The double
+	// r nearest that decimal D is what the definition prints, in its
+	// shortest form, and that form is D without its trailing zeros: D lies
+	// on the 15-digit grid, whose points are at least 1e-15 of r apart,
+	// while the decimals that read back as r lie within about 1.1e-16 of r,
+	// so D is the only grid point among them and none shorter exists.
 	var g [32]byte
-	r := x
-	if shortestDigits(strconv.AppendFloat(g[:0], x, 'e', -1, 64)) > 15 {
-		// Otherwise x is the double nearest its shortest decimal, which
-		// lies on the 15-digit grid, within half a unit in the last place
-		// (about 1.1e-16 of x) of x where grid points are at least 1e-15
-		// of x apart: rounding to 15 digits gives that decimal and it
-		// reads back as x. Only longer ones need the round trip.
-		var err error
-		if r, err = strconv.ParseFloat(string(strconv.AppendFloat(g[:0], x, 'g', 15, 64)), 64); err != nil {
-			r = x
-		}
+	e := strconv.AppendFloat(g[:0], x, 'e', 14, 64)
+	neg := e[0] == '-'
+	if neg {
+		e = e[1:]
 	}
-	if a := math.Abs(r); a >= 1e21 || a < 1e-6 {
+	exp := 0
+	for _, c := range e[18:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if e[17] == '-' {
+		exp = -exp
+	}
+	if exp >= 21 || exp < -6 {
+		// |r| >= 1e21 or < 1e-6 (D decides it: rounding to the nearest
+		// double keeps the order with those bounds' own doubles): the
+		// shortest form with an exponent, as strconv writes it.
+		r, err := strconv.ParseFloat(string(e), 64)
+		if err != nil {
+			r = math.Abs(x) // beyond the largest double: x itself, as before
+		}
+		if neg {
+			r = -r
+		}
 		return strconv.AppendFloat(b, r, 'g', -1, 64)
 	}
-	return strconv.AppendFloat(b, r, 'f', -1, 64)
-}
-
-// shortestDigits counts the significant digits of a float formatted with
-// 'e' and precision -1 ("-1.2345e-07": 5).
-func shortestDigits(e []byte) int {
-	n := 0
-	for _, c := range e {
-		switch {
-		case c == 'e':
-			return n
-		case c >= '0' && c <= '9':
-			n++
-		}
+	var d [15]byte
+	d[0] = e[0]
+	copy(d[1:], e[2:16])
+	nd := 15
+	for nd > 1 && d[nd-1] == '0' {
+		nd--
 	}
-	return n
+	if neg {
+		b = append(b, '-')
+	}
+	if exp < 0 {
+		b = append(b, "0."...)
+		for range -exp - 1 {
+			b = append(b, '0')
+		}
+		return append(b, d[:nd]...)
+	}
+	if nd <= exp+1 {
+		b = append(b, d[:nd]...)
+		for range exp + 1 - nd {
+			b = append(b, '0')
+		}
+		return b
+	}
+	b = append(b, d[:exp+1]...)
+	b = append(b, '.')
+	return append(b, d[exp+1:nd]...)
 }
 
 // ReadJSON parses a result written by WriteJSON, of this format or
