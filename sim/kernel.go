@@ -279,6 +279,15 @@ func (k *Kernel) advance(until Time) bool {
 		if m > until {
 			return false
 		}
+		if len(sl) == 1 {
+			// A lone entry: the cascade below would set last to its
+			// instant and file it straight into cur; do that directly.
+			k.last = m
+			k.slots[lv][s].es = k.cur[:0]
+			k.cur = sl
+			k.clear(lv, s)
+			return true
+		}
 		if lv <= runLevel && len(sl) <= runMax {
 			// A sparse slot: sort its few entries into cur rather than
 			// cascading them to lower levels. last becomes its latest
