@@ -362,6 +362,9 @@ func appendNumber(b []byte, x float64) []byte {
 	if x == 0 {
 		return append(b, '0')
 	}
+	if Missing(x) {
+		return strconv.AppendFloat(b, x, 'g', -1, 64) // NaN, +Inf, -Inf, as before
+	}
 	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
 		// An integer of at most 15 digits survives the rounding exactly and
 		// prints without a fraction or an exponent (queue depths, counts).

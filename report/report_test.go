@@ -193,6 +193,11 @@ func TestNumberAsBefore(t *testing.T) {
 		check(0.1*float64(rng.IntN(1000)) + 0.2*float64(rng.IntN(1000)))         // binary noise
 		check(math.Nextafter(float64(rng.Int64N(1e15)), math.Inf(1)))
 	}
+	for _, x := range []float64{math.NaN(), math.Inf(1)} { // not to be passed, but no panic
+		if got, want := Number(x), numberSlow(x); got != want {
+			t.Fatalf("Number(%v) = %q, want %q", x, got, want)
+		}
+	}
 	for _, x := range []float64{1e15 - 0.5, 999999999999999.9, 0.1 + 0.2, 5e-324, math.MaxFloat64, 1e21, 1e-6, 9.999999999999999e20, 9.99999999999999e-7} {
 		check(x)
 		check(-x)
