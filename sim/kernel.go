@@ -266,22 +266,15 @@ func (k *Kernel) advance(until Time) bool {
 		if base > until {
 			return false
 		}
-		if lv == 0 {
-			// The slot holds exactly one instant: it becomes cur, and cur's
-			// empty array becomes the slot's, with no copy.
-			k.last = base
-			k.slots[0][s].es = k.cur[:0]
-			k.cur = sl
-			k.clear(0, s)
-			return true
-		}
 		m := k.slots[lv][s].min
 		if m > until {
 			return false
 		}
-		if len(sl) == 1 {
-			// A lone entry: the cascade below would set last to its
-			// instant and file it straight into cur; do that directly.
+		if lv == 0 || len(sl) == 1 {
+			// The slot holds exactly one instant (level 0), or one entry,
+			// which the cascade below would file straight into cur: it
+			// becomes cur, and cur's empty array becomes the slot's, with
+			// no copy.
 			k.last = m
 			k.slots[lv][s].es = k.cur[:0]
 			k.cur = sl
