@@ -94,11 +94,7 @@ func (c *Compact) halve() {
 	n := 0
 	for i := 0; i < c.n; {
 		if i&1 == 0 && v == kept {
-			m := 0 // zero deltas ahead, in whole words
-			for end := r + min(c.n-i, len(buf)-r)&^7; r+m < end && binary.LittleEndian.Uint64(buf[r+m:]) == 0; {
-				m += 8
-			}
-			if m > 0 {
+			if m := zeroWords(buf, r, c.n-i); m > 0 {
 				clear(buf[w : w+m/2]) // w <= r: at most the zeros being read
 				r, w, n, i = r+m, w+m/2, n+m/2, i+m
 				continue
@@ -139,6 +135,17 @@ func nextDelta(b []byte, r int) (int64, int) {
 	return d, r + k
 }
 
+// zeroWords counts the zero deltas at buf[r:], within the next left points,
+// in whole words of eight: runs of an unchanged value, taken without
+// decoding them one by one.
+func zeroWords(buf []byte, r, left int) int {
+	m := 0
+	for end := r + min(left, len(buf)-r)&^7; r+m < end && binary.LittleEndian.Uint64(buf[r+m:]) == 0; {
+		m += 8
+	}
+	return m
+}
+
 // Points yields the kept points in order, without allocating.
 func (c *Compact) Points() iter.Seq2[sim.Time, int64] {
 	return func(yield func(sim.Time, int64) bool) {
@@ -158,9 +165,9 @@ func (c *Compact) Points() iter.Seq2[sim.Time, int64] {
 
 // Fold summarizes the kept points at or after instant from, as a loop over
 // Points would: their number, their largest value (0 when there are none)
-// and the sum of their values added in order as float64. Eight points of
-// value zero in a row (an empty queue's tail) are taken a word at a time:
-// adding +0.0 leaves the sum as it was.
+// and the sum of their values added in order as float64. Points of value
+// zero in a row (an empty queue's tail) are taken a word of eight at a
+// time: adding +0.0 leaves the sum as it was.
 func (c *Compact) Fold(from sim.Time) (n int, hi int64, sum float64) {
 	step := sim.Time(c.stride) * c.dt
 	first := 0 // the first kept point at or after from
@@ -173,9 +180,11 @@ func (c *Compact) Fold(from sim.Time) (n int, hi int64, sum float64) {
 	for i := 0; i < c.n; {
 		// hi needs no update: point i-1, also 0, was counted (so hi >= 0)
 		// or none was (hi is still 0).
-		if v == 0 && i >= first && i+8 <= c.n && r+8 <= len(buf) && binary.LittleEndian.Uint64(buf[r:]) == 0 {
-			n, r, i = n+8, r+8, i+8
-			continue
+		if v == 0 && i >= first {
+			if m := zeroWords(buf, r, c.n-i); m > 0 {
+				n, r, i = n+m, r+m, i+m
+				continue
+			}
 		}
 		var d int64
 		d, r = nextDelta(buf, r)
