@@ -280,11 +280,7 @@ func appendJSONNumbers(b []byte, xs []float64) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if Missing(x) {
-			b = append(b, "null"...)
-		} else {
-			b = appendNumber(b, x)
-		}
+		b = appendJSONNumber(b, x)
 	}
 	return append(b, ']')
 }
@@ -310,11 +306,14 @@ func strictUnmarshal(b []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func jsonNumber(x float64) json.RawMessage {
+func jsonNumber(x float64) json.RawMessage { return appendJSONNumber(nil, x) }
+
+// appendJSONNumber appends x as JSON: null when missing, else Number(x).
+func appendJSONNumber(b []byte, x float64) []byte {
 	if Missing(x) {
-		return json.RawMessage("null")
+		return append(b, "null"...)
 	}
-	return json.RawMessage(Number(x))
+	return appendNumber(b, x)
 }
 
 func jsonNumbers(xs []float64) []json.RawMessage {
