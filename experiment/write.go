@@ -18,12 +18,13 @@ import (
 // stale once the run is replaced) is refused, not replaced.
 func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) {
 	var files []fileio.File
+	p := r.Prepare() // the series' numbers formatted once for both files
 	if o.JSON == nil || *o.JSON {
-		var b bytes.Buffer
-		if err := r.WriteJSON(&b); err != nil {
+		b, err := p.AppendJSON(nil)
+		if err != nil {
 			return nil, err
 		}
-		files = append(files, fileio.File{Name: "result.json", Data: b.Bytes()})
+		files = append(files, fileio.File{Name: "result.json", Data: b})
 	}
 	if o.CSV == nil || *o.CSV {
 		for i := range r.Tables {
@@ -36,11 +37,11 @@ func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) 
 			files = append(files, fileio.File{Name: name + ".csv", Data: b.Bytes()})
 		}
 		if len(r.Series) > 0 {
-			var b bytes.Buffer
-			if err := r.WriteSeriesCSV(&b); err != nil {
+			b, err := p.AppendSeriesCSV(nil)
+			if err != nil {
 				return nil, err
 			}
-			files = append(files, fileio.File{Name: "series.csv", Data: b.Bytes()})
+			files = append(files, fileio.File{Name: "series.csv", Data: b})
 		}
 	}
 	return fileio.WriteDir(dir, files, ".json", ".csv", ".md", ".png", ".svg")

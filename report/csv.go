@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"fmt"
@@ -197,36 +196,20 @@ func (t *Table) WriteCSV(w io.Writer) error {
 // WriteSeriesCSV writes every time series of r as one long, tidy table:
 // series, unit, t_s (seconds), value; one line per sample.
 func (r *Result) WriteSeriesCSV(w io.Writer) error {
-	// A series' name and unit are quoted as encoding/csv quotes them, once
-	// per series; the numbers after them never need quoting.
-	bw := bufio.NewWriter(w)
-	var prefix bytes.Buffer
-	var line []byte
-	if _, err := bw.WriteString("series,unit,t_s,value\n"); err != nil {
-		return err
+	return r.Prepare().WriteSeriesCSV(w)
+}
+
+// csvFields is the fields as encoding/csv writes them, quoted where they
+// need it, without the line's end.
+func csvFields(fields ...string) ([]byte, error) {
+	var b bytes.Buffer
+	cw := csv.NewWriter(&b)
+	if err := cw.Write(fields); err != nil {
+		return nil, err
 	}
-	for _, s := range r.Series {
-		prefix.Reset()
-		cw := csv.NewWriter(&prefix)
-		if err := cw.Write([]string{s.Name, s.Unit}); err != nil {
-			return err
-		}
-		cw.Flush()
-		head := bytes.TrimSuffix(prefix.Bytes(), []byte("\n"))
-		for i := range s.T {
-			line = append(append(line[:0], head...), ',')
-			if !Missing(s.T[i]) {
-				line = appendNumber(line, s.T[i])
-			}
-			line = append(line, ',')
-			if i < len(s.V) && !Missing(s.V[i]) {
-				line = appendNumber(line, s.V[i])
-			}
-			line = append(line, '\n')
-			if _, err := bw.Write(line); err != nil {
-				return err
-			}
-		}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return nil, err
 	}
-	return bw.Flush()
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

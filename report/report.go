@@ -176,18 +176,7 @@ func (t *Table) AddRow(key string, vals ...float64) {
 // result without ToolVersion and Revision gets the running binary's
 // (Build), so every tool that writes results stamps them.
 func (r *Result) WriteJSON(w io.Writer) error {
-	c := *r
-	c.Format = Format
-	if c.ToolVersion == "" && c.Revision == "" {
-		c.ToolVersion, c.Revision = Build()
-	}
-	c.Tables = make([]Table, len(r.Tables))
-	for i := range r.Tables {
-		c.Tables[i] = r.Tables[i].machine()
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(&c)
+	return r.Prepare().WriteJSON(w)
 }
 
 // MarshalJSON writes a missing value as null.

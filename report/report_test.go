@@ -218,29 +218,45 @@ func TestCSVHeadersAndParams(t *testing.T) {
 	}
 }
 
-// TestSeriesWritersAsBefore checks the direct JSON and CSV writers of series
-// against encoding/json and encoding/csv given the same values, for names
-// and units that need escaping or quoting, missing values, nil and empty
-// slices and a value slice shorter than its instants.
-func TestSeriesWritersAsBefore(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 12))
+// randomSeries returns series whose names and units need escaping or
+// quoting, with missing values, nil and empty slices, value slices shorter
+// than their instants, and runs of series on one grid (the same instants,
+// in separate slices), some of whose instants are missing.
+func randomSeries(rng *rand.Rand) []Series {
 	names := []string{"queue/sw0->h1/3", "a,b", `say "hi"`, " lead", "line\nbreak", "<&>", "ü", "", `\.`}
 	var series []Series
 	for i := 0; i < 200; i++ {
 		s := Series{Name: names[rng.IntN(len(names))], Unit: names[rng.IntN(len(names))]}
 		if i%7 != 0 {
 			n := rng.IntN(30)
+			if i%3 != 0 {
+				n = 12 // a common grid: runs of series with equal instants
+			}
 			s.T, s.V = make([]float64, n), make([]float64, n)
 			for j := range n {
 				s.T[j] = float64(j) * 1e-5
+				if i%11 == 0 && j == 3 {
+					s.T[j] = math.NaN()
+				}
 				s.V[j] = []float64{0, 3, 1500, 0.1 + 0.2, -2.5e-9, math.NaN(), math.Inf(1), 1e22, float64(rng.Int64N(1 << 40))}[rng.IntN(9)]
 			}
 			if i%5 == 0 && n > 0 {
 				s.V = s.V[:n-1]
 			}
+		} else if i%2 == 0 {
+			s.T, s.V = []float64{}, []float64{}
 		}
 		series = append(series, s)
 	}
+	return series
+}
+
+// TestSeriesWritersAsBefore checks the direct JSON and CSV writers of series
+// against encoding/json and encoding/csv given the same values, for names
+// and units that need escaping or quoting, missing values, nil and empty
+// slices and a value slice shorter than its instants.
+func TestSeriesWritersAsBefore(t *testing.T) {
+	series := randomSeries(rand.New(rand.NewPCG(11, 12)))
 	for _, s := range series {
 		type plain struct {
 			Name string            `json:"name"`

@@ -1,0 +1,268 @@
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+)
+
+// Prepared is a result ready to be written in more than one form: the
+// numbers of its series, most of a result's numbers, are formatted once
+// (Number) and shared by the JSON and the series CSV, and series sampled on
+// one grid share the text of their instants. Its writers give the bytes
+// WriteJSON and WriteSeriesCSV always gave.
+type Prepared struct {
+	r    *Result
+	text *seriesText
+}
+
+// Prepare returns r ready to be written. r must not change while the
+// result is used.
+func (r *Result) Prepare() *Prepared { return &Prepared{r: r} }
+
+// series formats the series' numbers on first use.
+func (p *Prepared) series() *seriesText {
+	if p.text == nil {
+		p.text = formatSeries(p.r.Series)
+	}
+	return p.text
+}
+
+// WriteJSON writes r as WriteJSON does.
+func (p *Prepared) WriteJSON(w io.Writer) error {
+	b, err := p.AppendJSON(nil)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// AppendJSON appends the bytes WriteJSON writes to b: the top-level
+// object indented by two spaces, as encoding/json's Encoder with
+// SetIndent("", "  ") writes it, each field but the series through
+// json.MarshalIndent (a value nested one level deep is indented as a
+// whole document with a two-space prefix) and the series directly,
+// without encoding/json's compaction and indentation passes over their
+// bytes. The fields, their order and omitempty follow Result's tags
+// (TestPreparedJSONAsEncoder holds them together).
+func (p *Prepared) AppendJSON(b []byte) ([]byte, error) {
+	r := p.r
+	version, revision := r.ToolVersion, r.Revision
+	if version == "" && revision == "" {
+		version, revision = Build()
+	}
+	tables := make([]Table, len(r.Tables))
+	for i := range r.Tables {
+		tables[i] = r.Tables[i].machine()
+	}
+	var err error
+	first := true
+	key := func(name string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, "\n  \""...)
+		b = append(b, name...)
+		b = append(b, "\": "...)
+	}
+	field := func(name string, v any) {
+		if err != nil {
+			return
+		}
+		key(name)
+		var j []byte
+		if j, err = json.MarshalIndent(v, "  ", "  "); err == nil {
+			b = append(b, j...)
+		}
+	}
+	b = append(b, '{')
+	field("format", Format)
+	field("tool", r.Tool)
+	if version != "" {
+		field("tool_version", version)
+	}
+	if revision != "" {
+		field("revision", revision)
+	}
+	field("scenario", r.Scenario)
+	if r.ScenarioSHA256 != "" {
+		field("scenario_sha256", r.ScenarioSHA256)
+	}
+	field("seed", r.Seed)
+	field("duration", r.Duration)
+	field("metrics", r.Metrics)
+	field("tables", tables)
+	if len(r.Series) > 0 && err == nil {
+		key("series")
+		b, err = p.series().appendJSON(b, r.Series)
+	}
+	if len(r.Notes) > 0 {
+		field("notes", r.Notes)
+	}
+	if len(r.ResolvedScenario) > 0 {
+		field("resolved_scenario", r.ResolvedScenario)
+	}
+	if r.Timing != nil {
+		field("timing", r.Timing)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(b, "\n}\n"...), nil
+}
+
+// WriteSeriesCSV writes r's series as WriteSeriesCSV does.
+func (p *Prepared) WriteSeriesCSV(w io.Writer) error {
+	b, err := p.AppendSeriesCSV(nil)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// AppendSeriesCSV appends the bytes WriteSeriesCSV writes to b.
+func (p *Prepared) AppendSeriesCSV(b []byte) ([]byte, error) {
+	st := p.series()
+	b = append(b, "series,unit,t_s,value\n"...)
+	for k, s := range p.r.Series {
+		// A series' name and unit are quoted as encoding/csv quotes them,
+		// once per series; the numbers after them never need quoting.
+		head, err := csvFields(s.Name, s.Unit)
+		if err != nil {
+			return nil, err
+		}
+		for i := range s.T {
+			b = append(b, head...)
+			b = append(b, ',')
+			b = append(b, st.num(st.t[k]+i)...)
+			b = append(b, ',')
+			if i < len(s.V) {
+				b = append(b, st.num(st.v[k]+i)...)
+			}
+			b = append(b, '\n')
+		}
+	}
+	return b, nil
+}
+
+// seriesText is the text of every number of a list of series, each
+// formatted once: Number, or empty when the value is missing.
+type seriesText struct {
+	buf []byte
+	off []int // number i is buf[off[i]:off[i+1]]
+	// t and v are, per series, the index of its first instant's and its
+	// first value's number.
+	t, v []int
+}
+
+func formatSeries(ss []Series) *seriesText {
+	n := 0
+	for _, s := range ss {
+		n += len(s.T) + len(s.V)
+	}
+	st := &seriesText{
+		buf: make([]byte, 0, 8*n),
+		off: make([]int, 1, n+1),
+		t:   make([]int, len(ss)),
+		v:   make([]int, len(ss)),
+	}
+	var last []float64 // the instants last formatted
+	for k, s := range ss {
+		if k > 0 && sameBits(s.T, last) {
+			st.t[k] = st.t[k-1]
+		} else {
+			st.t[k] = st.add(s.T)
+			last = s.T
+		}
+		st.v[k] = st.add(s.V)
+	}
+	return st
+}
+
+// add formats xs and returns the index of its first number.
+func (st *seriesText) add(xs []float64) int {
+	i := len(st.off) - 1
+	for _, x := range xs {
+		if !Missing(x) {
+			st.buf = appendNumber(st.buf, x)
+		}
+		st.off = append(st.off, len(st.buf))
+	}
+	return i
+}
+
+// num is number i's text.
+func (st *seriesText) num(i int) []byte { return st.buf[st.off[i]:st.off[i+1]] }
+
+// sameBits reports whether a and b hold the same float64 bit patterns.
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSON appends ss as the value of a top-level field of an indented
+// result: each series an object at depth 2, its numbers at depth 4, one a
+// line, null for a missing one, as Series.MarshalJSON indented by
+// encoding/json.
+func (st *seriesText) appendJSON(b []byte, ss []Series) ([]byte, error) {
+	b = append(b, '[')
+	for k, s := range ss {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		name, err := json.Marshal(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, "\n    {\n      \"name\": "...)
+		b = append(b, name...)
+		if s.Unit != "" {
+			unit, err := json.Marshal(s.Unit)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, ",\n      \"unit\": "...)
+			b = append(b, unit...)
+		}
+		b = append(b, ",\n      \"t\": "...)
+		b = st.appendArray(b, s.T, st.t[k])
+		b = append(b, ",\n      \"v\": "...)
+		b = st.appendArray(b, s.V, st.v[k])
+		b = append(b, "\n    }"...)
+	}
+	return append(b, "\n  ]"...), nil
+}
+
+// appendArray appends xs, whose first number is first, as an array at
+// depth 3 with its elements at depth 4 ("[]" when empty, null when nil).
+func (st *seriesText) appendArray(b []byte, xs []float64, first int) []byte {
+	if xs == nil {
+		return append(b, "null"...)
+	}
+	if len(xs) == 0 {
+		return append(b, "[]"...)
+	}
+	b = append(b, '[')
+	for i := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n        "...)
+		if t := st.num(first + i); len(t) > 0 {
+			b = append(b, t...)
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, "\n      ]"...)
+}

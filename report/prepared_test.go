@@ -1,0 +1,150 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// encoderJSON is how WriteJSON wrote a result before Prepared: the whole
+// result through encoding/json's Encoder, indented by two spaces.
+func encoderJSON(r *Result) ([]byte, error) {
+	c := *r
+	c.Format = Format
+	if c.ToolVersion == "" && c.Revision == "" {
+		c.ToolVersion, c.Revision = Build()
+	}
+	c.Tables = make([]Table, len(r.Tables))
+	for i := range r.Tables {
+		c.Tables[i] = r.Tables[i].machine()
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	err := enc.Encode(&c)
+	return b.Bytes(), err
+}
+
+// fullResult sets every field of Result, with values that need escaping,
+// scaling (KB columns) or null.
+func fullResult() *Result {
+	r := &Result{
+		Format:         "ignored: WriteJSON writes Format",
+		Tool:           "besim <&>",
+		ToolVersion:    "v1.2.3",
+		Revision:       "abc+dirty",
+		Scenario:       `incast "x"`,
+		ScenarioSHA256: "00ff",
+		Seed:           42,
+		Duration:       "60ms",
+		Metrics: []Metric{
+			{Name: "flows/sent", Value: 128e6, Unit: "bytes"},
+			{Name: "missing", Value: math.NaN()},
+			{Name: "ratio", Value: 0.1 + 0.2, Unit: "%"},
+		},
+		Tables: []Table{{
+			Name: "qps", Title: "QPs <b>", KeyName: "qp", Params: []string{"a", "b"},
+			Columns: []Column{{Name: "sent", Unit: "KB"}, {Name: "rate", Unit: "Gbps"}, {Name: "n"}},
+			Rows: []Row{
+				{Key: "a=1,b=2", Values: []float64{1.5, 25, 3}},
+				{Key: "a=2,b=2", Values: []float64{math.NaN(), math.Inf(-1), 0}, Error: "failed: <x>"},
+			},
+		}, {Name: "empty", Columns: []Column{}, Rows: []Row{}}},
+		Series:           randomSeries(rand.New(rand.NewPCG(3, 4))),
+		Notes:            []string{"PFC fired", "a & b", ""},
+		ResolvedScenario: json.RawMessage(`{"name": "x", "fabric": {"rate": "25Gbps", "list": [1, 2, {"a": []}], "empty": {}}, "on": true, "off": null}`),
+		Timing:           &Timing{WallSeconds: 0.32, Events: 1696541, EventsPerSecond: 5.28e6},
+	}
+	return r
+}
+
+// TestPreparedJSONAsEncoder checks that WriteJSON writes the bytes the
+// whole result through encoding/json's Encoder gave, for a result with
+// every field set (so a field added to Result and not to AppendJSON
+// fails here), with each optional field empty in turn, and with no
+// provenance (the build's is stamped).
+func TestPreparedJSONAsEncoder(t *testing.T) {
+	full := fullResult()
+	v := reflect.ValueOf(full).Elem()
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("fullResult leaves Result.%s unset", v.Type().Field(i).Name)
+		}
+	}
+	cases := map[string]*Result{"full": full, "minimal": {Tool: "besim"}}
+	for _, name := range []string{"ToolVersion", "Revision", "ScenarioSHA256", "Metrics", "Tables", "Series", "Notes", "ResolvedScenario", "Timing"} {
+		r := fullResult()
+		f := reflect.ValueOf(r).Elem().FieldByName(name)
+		f.Set(reflect.Zero(f.Type()))
+		cases["no "+name] = r
+	}
+	empty := fullResult()
+	empty.Metrics, empty.Tables, empty.Series, empty.Notes = []Metric{}, []Table{}, []Series{}, []string{}
+	cases["empty slices"] = empty
+	noProvenance := fullResult()
+	noProvenance.ToolVersion, noProvenance.Revision = "", ""
+	cases["no provenance"] = noProvenance
+	for name, r := range cases {
+		want, err := encoderJSON(r)
+		if err != nil {
+			t.Fatalf("%s: encoding/json: %v", name, err)
+		}
+		var got bytes.Buffer
+		if err := r.WriteJSON(&got); err != nil {
+			t.Fatalf("%s: WriteJSON: %v", name, err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			i := 0
+			for i < min(got.Len(), len(want)) && got.Bytes()[i] == want[i] {
+				i++
+			}
+			t.Fatalf("%s: WriteJSON differs from encoding/json at byte %d:\n%s\nwant\n%s", name, i,
+				got.Bytes()[max(0, i-80):min(got.Len(), i+80)], want[max(0, i-80):min(len(want), i+80)])
+		}
+		if _, err := ReadJSON(bytes.NewReader(got.Bytes())); err != nil {
+			t.Fatalf("%s: ReadJSON of WriteJSON's output: %v", name, err)
+		}
+	}
+}
+
+// TestPreparedSharesNumbers checks that one Prepared writes the JSON and
+// the CSV that separate WriteJSON and WriteSeriesCSV calls write, in
+// either order, and that series on one grid share their instants' text.
+func TestPreparedSharesNumbers(t *testing.T) {
+	r := fullResult()
+	var wantJSON, wantCSV bytes.Buffer
+	if err := r.WriteJSON(&wantJSON); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteSeriesCSV(&wantCSV); err != nil {
+		t.Fatal(err)
+	}
+	p := r.Prepare()
+	csv1, err := p.AppendSeriesCSV(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := p.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(js, wantJSON.Bytes()) || !bytes.Equal(csv1, wantCSV.Bytes()) {
+		t.Fatal("a Prepared's JSON or CSV differs from WriteJSON's or WriteSeriesCSV's")
+	}
+	st := p.series()
+	shared := 0
+	for k := 1; k < len(r.Series); k++ {
+		if len(r.Series[k].T) > 0 && len(r.Series[k-1].T) > 0 && st.t[k] == st.t[k-1] {
+			shared++
+			if !sameBits(r.Series[k].T, r.Series[k-1].T) {
+				t.Fatalf("series %d shares the instants of %d but its own differ", k, k-1)
+			}
+		}
+	}
+	if shared < 30 {
+		t.Fatalf("%d series share their instants' text, want the runs of the common grid (at least 30)", shared)
+	}
+}
