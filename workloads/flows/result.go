@@ -44,24 +44,25 @@ func (x *Sim) Result() *report.Result {
 	}}
 	// Only the maxSeries deepest queues' series are converted; the others
 	// stay compact (a queue is a candidate from its counters alone).
+	// A queue's key is formatted only for a row or a kept series.
+	key := func(sw, peer string, prio int) string { return fmt.Sprintf("%s->%s/%d", sw, peer, prio) }
 	type depth struct {
-		key string
-		max int64
-		c   *pfc.Compact
+		sw, peer string
+		prio     int
+		max      int64
+		c        *pfc.Compact
 	}
 	var depths []depth
 	for _, sw := range rep.Switches {
 		for _, p := range sw.Ports {
 			for prio, q := range p.Prio {
-				active := q.Drops+q.ECNMarks+q.PauseTx+q.PauseRx+q.HeadroomDrops > 0
-				key := fmt.Sprintf("%s->%s/%d", sw.Name, p.PeerName, prio)
-				if active {
-					ports.AddRow(key, float64(q.TxPackets), float64(q.Drops+q.HeadroomDrops+q.WatchdogDrops),
+				if q.Drops+q.ECNMarks+q.PauseTx+q.PauseRx+q.HeadroomDrops > 0 {
+					ports.AddRow(key(sw.Name, p.PeerName, prio), float64(q.TxPackets), float64(q.Drops+q.HeadroomDrops+q.WatchdogDrops),
 						float64(q.ECNMarks), float64(q.PauseTx), float64(q.PauseRx), q.PausedTime.Seconds()*1e6,
 						float64(q.MaxQueue)/1e3, float64(q.Ingress.MaxBytes)/1e3)
 				}
 				if q.Depth != nil && q.MaxQueue > 0 {
-					depths = append(depths, depth{key, q.MaxQueue, q.Depth})
+					depths = append(depths, depth{sw.Name, p.PeerName, prio, q.MaxQueue, q.Depth})
 				}
 			}
 		}
@@ -73,7 +74,7 @@ func (x *Sim) Result() *report.Result {
 	}
 	for i := 0; i < len(depths) && i < keep; i++ {
 		d := depths[i]
-		ser := report.Series{Name: "queue/" + d.key, Unit: "bytes"}
+		ser := report.Series{Name: "queue/" + key(d.sw, d.peer, d.prio), Unit: "bytes"}
 		for t, v := range d.c.Points() {
 			ser.T = append(ser.T, t.Seconds())
 			ser.V = append(ser.V, float64(v))
