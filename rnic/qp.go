@@ -302,6 +302,10 @@ func (q *QP) Stats() QPStats {
 	return s
 }
 
+// RxPayload is the payload bytes the QP has received in order: Stats().RxPayload
+// without copying the other counters (a sampler reads it every tick).
+func (q *QP) RxPayload() uint64 { return q.st.RxPayload }
+
 // Rate is the QP's current sending rate limit: the DCQCN reaction point's
 // rate, or the port rate without congestion control.
 func (q *QP) Rate() units.Rate {

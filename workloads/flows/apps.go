@@ -91,7 +91,8 @@ type rdmaFlow struct {
 }
 
 type flowSeries struct {
-	rate, rx *pfc.Series
+	rate *pfc.Series // the sender's DCQCN rate, nil without DCQCN
+	rx   *pfc.Series // the receiver's in-order payload bytes
 }
 
 // sl is the service level that selects priority prio on the simulated NIC.
@@ -398,7 +399,7 @@ func (f *rdmaFlow) postedBytes() int64 {
 }
 
 // delivered is the payload the destination QP accepted in order.
-func (f *rdmaFlow) delivered() uint64 { return f.rqp.Stats().RxPayload }
+func (f *rdmaFlow) delivered() uint64 { return f.rqp.RxPayload() }
 
 // buildRNIC attaches a simulated RNIC to every host and creates the rc/ud
 // flows.
@@ -444,7 +445,10 @@ func (x *Sim) buildRNIC() error {
 			if i == maxFlowSeries {
 				break
 			}
-			f.series = &flowSeries{rate: pfc.NewSeries(fabric.DefaultSampleCap), rx: pfc.NewSeries(fabric.DefaultSampleCap)}
+			f.series = &flowSeries{rx: pfc.NewSeries(fabric.DefaultSampleCap)}
+			if cfg.CC == rnic.CCDCQCN { // the rate series is a DCQCN figure only
+				f.series.rate = pfc.NewSeries(fabric.DefaultSampleCap)
+			}
 		}
 		fs := &flowSampler{x: x, every: iv}
 		fs.id = x.Kernel.Register(fs)
@@ -478,7 +482,9 @@ func (s *flowSampler) OnEvent(now sim.Time, _ uint64) {
 		if f.series == nil {
 			break
 		}
-		f.series.rate.Sample(now, f.sqp.Rate().BitsPerSecond())
+		if f.series.rate != nil {
+			f.series.rate.Sample(now, f.sqp.Rate().BitsPerSecond())
+		}
 		f.series.rx.Sample(now, int64(f.delivered()))
 	}
 	if next := now + s.every; next <= s.x.Scenario.Duration.Time() {

@@ -153,13 +153,12 @@ func (x *Sim) rnicMetrics(r *report.Result, rep *fabric.Report) {
 		r.Add("queue/mean_after_warmup", qmean, "bytes")
 	}
 
-	dcqcnOn := x.hosts[0].nic.Config().CC == rnic.CCDCQCN
 	for _, f := range x.rflows {
 		fs := f.series
 		if fs == nil {
 			break
 		}
-		if dcqcnOn {
+		if fs.rate != nil { // DCQCN on
 			ser := report.Series{Name: "flow/" + f.name + "/rate", Unit: "Gbps"}
 			for i, at := range fs.rate.T {
 				ser.T = append(ser.T, at.Seconds())
