@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -25,8 +26,15 @@ import (
 )
 
 func main() {
+	mem := os.Getenv(EnvMemProfile)
+	if mem == "" {
+		// No heap profile asked for: skip the runtime's sampling of
+		// allocations (a stack walk every 512 KiB allocated, about 0.5% of
+		// a fat-tree incast's instructions).
+		runtime.MemProfileRate = 0
+	}
 	os.Exit(profiled(os.Getenv(EnvCPUProfile), func() int {
-		return heapProfiled(os.Getenv(EnvMemProfile), func() int { return run(os.Args[1:], os.Stdout, os.Stderr) })
+		return heapProfiled(mem, func() int { return run(os.Args[1:], os.Stdout, os.Stderr) })
 	}))
 }
 
