@@ -137,11 +137,17 @@ func nextDelta(b []byte, r int) (int64, int) {
 
 // zeroWords counts the zero deltas at buf[r:], within the next left points,
 // in whole words of eight: runs of an unchanged value, taken without
-// decoding them one by one.
+// decoding them one by one, four words to a test while they last (most
+// points of most queues are an empty queue's zeros).
 func zeroWords(buf []byte, r, left int) int {
+	b := buf[r : r+min(left, len(buf)-r)&^7]
 	m := 0
-	for end := r + min(left, len(buf)-r)&^7; r+m < end && binary.LittleEndian.Uint64(buf[r+m:]) == 0; {
-		m += 8
+	for len(b) >= 32 && binary.LittleEndian.Uint64(b)|binary.LittleEndian.Uint64(b[8:])|
+		binary.LittleEndian.Uint64(b[16:])|binary.LittleEndian.Uint64(b[24:]) == 0 {
+		b, m = b[32:], m+32
+	}
+	for len(b) >= 8 && binary.LittleEndian.Uint64(b) == 0 {
+		b, m = b[8:], m+8
 	}
 	return m
 }

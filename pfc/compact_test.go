@@ -163,3 +163,29 @@ func TestCompactFoldMatchesPoints(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroWordsCountsWholeZeroWords checks zeroWords against a byte-by-byte
+// count (the zero bytes at buf[r:], within left of them, rounded down to
+// whole words of eight), for zero runs shorter and longer than its
+// four-word step, ending at, before and after the limit.
+func TestZeroWordsCountsWholeZeroWords(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := 0; trial < 20000; trial++ {
+		buf := make([]byte, rng.IntN(200))
+		for i := range buf {
+			if rng.IntN(60) == 0 {
+				buf[i] = byte(1 + rng.IntN(255))
+			}
+		}
+		r := rng.IntN(len(buf) + 1)
+		left := rng.IntN(len(buf) + 10)
+		want := 0
+		for want < min(left, len(buf)-r) && buf[r+want] == 0 {
+			want++
+		}
+		want = min(want, min(left, len(buf)-r)&^7) &^ 7
+		if got := zeroWords(buf, r, left); got != want {
+			t.Fatalf("trial %d: zeroWords(%x, %d, %d) = %d, want %d", trial, buf, r, left, got, want)
+		}
+	}
+}
