@@ -29,8 +29,11 @@ func (p *Prepared) series() *seriesText {
 }
 
 // WriteJSON writes r as WriteJSON does.
-func (p *Prepared) WriteJSON(w io.Writer) error {
-	b, err := p.AppendJSON(nil)
+func (p *Prepared) WriteJSON(w io.Writer) error { return writeAppended(w, p.AppendJSON) }
+
+// writeAppended writes to w what app appends to an empty buffer.
+func writeAppended(w io.Writer, app func([]byte) ([]byte, error)) error {
+	b, err := app(nil)
 	if err != nil {
 		return err
 	}
@@ -114,14 +117,7 @@ func (p *Prepared) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // WriteSeriesCSV writes r's series as WriteSeriesCSV does.
-func (p *Prepared) WriteSeriesCSV(w io.Writer) error {
-	b, err := p.AppendSeriesCSV(nil)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
-}
+func (p *Prepared) WriteSeriesCSV(w io.Writer) error { return writeAppended(w, p.AppendSeriesCSV) }
 
 // AppendSeriesCSV appends the bytes WriteSeriesCSV writes to b.
 func (p *Prepared) AppendSeriesCSV(b []byte) ([]byte, error) {
