@@ -43,11 +43,12 @@ func writeAppended(w io.Writer, app func([]byte) ([]byte, error)) error {
 
 // AppendJSON appends the bytes WriteJSON writes to b: the top-level
 // object indented by two spaces, as encoding/json's Encoder with
-// SetIndent("", "  ") writes it, each field but the series through
-// json.MarshalIndent (a value nested one level deep is indented as a
-// whole document with a two-space prefix) and the series directly,
-// without encoding/json's compaction and indentation passes over their
-// bytes. The fields, their order and omitempty follow Result's tags
+// SetIndent("", "  ") writes it. The series and the tables' rows, most of
+// a result's bytes, are written directly, without encoding/json's
+// compaction and indentation passes over them; every other field goes
+// through json.MarshalIndent (a value nested n levels deep is indented as
+// a whole document with a prefix of n times two spaces). The fields, their
+// order and omitempty follow the tags of Result, Table and Row
 // (TestPreparedJSONAsEncoder holds them together).
 func (p *Prepared) AppendJSON(b []byte) ([]byte, error) {
 	r := p.r
@@ -55,65 +56,160 @@ func (p *Prepared) AppendJSON(b []byte) ([]byte, error) {
 	if version == "" && revision == "" {
 		version, revision = Build()
 	}
-	tables := make([]Table, len(r.Tables))
-	for i := range r.Tables {
-		tables[i] = r.Tables[i].machine()
-	}
-	var err error
-	first := true
-	key := func(name string) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, "\n  \""...)
-		b = append(b, name...)
-		b = append(b, "\": "...)
-	}
-	field := func(name string, v any) {
-		if err != nil {
-			return
-		}
-		key(name)
-		var j []byte
-		if j, err = json.MarshalIndent(v, "  ", "  "); err == nil {
-			b = append(b, j...)
-		}
-	}
-	b = append(b, '{')
-	field("format", Format)
-	field("tool", r.Tool)
+	o := object{b: append(b, '{'), indent: "\n  "}
+	o.field("format", Format)
+	o.field("tool", r.Tool)
 	if version != "" {
-		field("tool_version", version)
+		o.field("tool_version", version)
 	}
 	if revision != "" {
-		field("revision", revision)
+		o.field("revision", revision)
 	}
-	field("scenario", r.Scenario)
+	o.field("scenario", r.Scenario)
 	if r.ScenarioSHA256 != "" {
-		field("scenario_sha256", r.ScenarioSHA256)
+		o.field("scenario_sha256", r.ScenarioSHA256)
 	}
-	field("seed", r.Seed)
-	field("duration", r.Duration)
-	field("metrics", r.Metrics)
-	field("tables", tables)
-	if len(r.Series) > 0 && err == nil {
-		key("series")
-		b, err = p.series().appendJSON(b, r.Series)
+	o.field("seed", r.Seed)
+	o.field("duration", r.Duration)
+	o.field("metrics", r.Metrics)
+	if o.key("tables") {
+		o.b, o.err = appendTables(o.b, r.Tables)
+	}
+	if len(r.Series) > 0 && o.key("series") {
+		o.b, o.err = p.series().appendJSON(o.b, r.Series)
 	}
 	if len(r.Notes) > 0 {
-		field("notes", r.Notes)
+		o.field("notes", r.Notes)
 	}
 	if len(r.ResolvedScenario) > 0 {
-		field("resolved_scenario", r.ResolvedScenario)
+		o.field("resolved_scenario", r.ResolvedScenario)
 	}
 	if r.Timing != nil {
-		field("timing", r.Timing)
+		o.field("timing", r.Timing)
 	}
-	if err != nil {
-		return nil, err
+	if o.err != nil {
+		return nil, o.err
 	}
-	return append(b, "\n}\n"...), nil
+	return append(o.b, "\n}\n"...), nil
+}
+
+// object writes the fields of an indented JSON object into b: indent is a
+// newline and the indentation of the object's fields.
+type object struct {
+	b      []byte
+	indent string
+	n      int // fields written
+	err    error
+}
+
+// key writes the next field's name, unless an error came before; it
+// reports whether it did (the caller then writes the value).
+func (o *object) key(name string) bool {
+	if o.err != nil {
+		return false
+	}
+	if o.n > 0 {
+		o.b = append(o.b, ',')
+	}
+	o.n++
+	o.b = append(o.b, o.indent...)
+	o.b = append(o.b, '"')
+	o.b = append(o.b, name...)
+	o.b = append(o.b, "\": "...)
+	return true
+}
+
+// field writes a field whose value encoding/json indents.
+func (o *object) field(name string, v any) {
+	if !o.key(name) {
+		return
+	}
+	var j []byte
+	if j, o.err = json.MarshalIndent(v, o.indent[1:], "  "); o.err == nil {
+		o.b = append(o.b, j...)
+	}
+}
+
+// appendTables appends ts as the value of a top-level field, each table an
+// object at depth 2 (machine units, as Result.MarshalJSON has them), its
+// rows written directly as encoding/json indents Row.MarshalJSON's
+// objects: at depth 4, their values at depth 6, one a line.
+func appendTables(b []byte, ts []Table) ([]byte, error) {
+	if len(ts) == 0 { // never null, as Result.MarshalJSON has it
+		return append(b, "[]"...), nil
+	}
+	b = append(b, '[')
+	for k := range ts {
+		t := ts[k].machine()
+		if k > 0 {
+			b = append(b, ',')
+		}
+		o := object{b: append(b, "\n    {"...), indent: "\n      "}
+		o.field("name", t.Name)
+		o.field("title", t.Title)
+		o.field("key_name", t.KeyName)
+		if len(t.Params) > 0 {
+			o.field("params", t.Params)
+		}
+		o.field("columns", t.Columns)
+		if o.key("rows") {
+			o.b, o.err = appendRows(o.b, t.Rows)
+		}
+		if o.err != nil {
+			return nil, o.err
+		}
+		b = append(o.b, "\n    }"...)
+	}
+	return append(b, "\n  ]"...), nil
+}
+
+// appendRows appends rows as the value of a table's field (depth 3).
+func appendRows(b []byte, rows []Row) ([]byte, error) {
+	if rows == nil {
+		return append(b, "null"...), nil
+	}
+	if len(rows) == 0 {
+		return append(b, "[]"...), nil
+	}
+	b = append(b, '[')
+	for i, row := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		key, err := json.Marshal(row.Key)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, "\n        {\n          \"key\": "...)
+		b = append(b, key...)
+		b = append(b, ",\n          \"values\": "...)
+		switch {
+		case row.Values == nil:
+			b = append(b, "null"...)
+		case len(row.Values) == 0:
+			b = append(b, "[]"...)
+		default:
+			b = append(b, '[')
+			for j, x := range row.Values {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, "\n            "...)
+				b = appendJSONNumber(b, x)
+			}
+			b = append(b, "\n          ]"...)
+		}
+		if row.Error != "" {
+			e, err := json.Marshal(row.Error)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, ",\n          \"error\": "...)
+			b = append(b, e...)
+		}
+		b = append(b, "\n        }"...)
+	}
+	return append(b, "\n      ]"...), nil
 }
 
 // WriteSeriesCSV writes r's series as WriteSeriesCSV does.

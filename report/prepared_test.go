@@ -52,7 +52,9 @@ func fullResult() *Result {
 				{Key: "a=1,b=2", Values: []float64{1.5, 25, 3}},
 				{Key: "a=2,b=2", Values: []float64{math.NaN(), math.Inf(-1), 0}, Error: "failed: <x>"},
 			},
-		}, {Name: "empty", Columns: []Column{}, Rows: []Row{}}},
+		}, {Name: "empty", Columns: []Column{}, Rows: []Row{}, Params: []string{}},
+			{Name: "nil rows"},
+			{Name: "nil values", Rows: []Row{{Key: "nil"}, {Key: "none", Values: []float64{}}, {Key: "<&>", Values: []float64{1e21, 1e-7, -0.0}}}}},
 		Series:           randomSeries(rand.New(rand.NewPCG(3, 4))),
 		Notes:            []string{"PFC fired", "a & b", ""},
 		ResolvedScenario: json.RawMessage(`{"name": "x", "fabric": {"rate": "25Gbps", "list": [1, 2, {"a": []}], "empty": {}}, "on": true, "off": null}`),
@@ -72,6 +74,14 @@ func TestPreparedJSONAsEncoder(t *testing.T) {
 	for i := range v.NumField() {
 		if v.Field(i).IsZero() {
 			t.Fatalf("fullResult leaves Result.%s unset", v.Type().Field(i).Name)
+		}
+	}
+	for _, x := range []any{full.Tables[0], full.Tables[0].Rows[1]} {
+		v := reflect.ValueOf(x)
+		for i := range v.NumField() {
+			if v.Field(i).IsZero() {
+				t.Fatalf("fullResult leaves %s.%s unset", v.Type().Name(), v.Type().Field(i).Name)
+			}
 		}
 	}
 	cases := map[string]*Result{"full": full, "minimal": {Tool: "besim"}}
