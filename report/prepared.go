@@ -71,7 +71,9 @@ func (p *Prepared) AppendJSON(b []byte) ([]byte, error) {
 	}
 	o.field("seed", r.Seed)
 	o.field("duration", r.Duration)
-	o.field("metrics", r.Metrics)
+	if o.key("metrics") {
+		o.b, o.err = appendMetrics(o.b, r.Metrics)
+	}
 	if o.key("tables") {
 		o.b, o.err = appendTables(o.b, r.Tables)
 	}
@@ -130,6 +132,45 @@ func (o *object) field(name string, v any) {
 	}
 }
 
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it.
+func appendString(b []byte, s string) ([]byte, error) {
+	j, err := json.Marshal(s)
+	return append(b, j...), err
+}
+
+// appendMetrics appends ms as the value of a top-level field, each metric
+// an object at depth 2, as encoding/json indents Metric.MarshalJSON's.
+func appendMetrics(b []byte, ms []Metric) ([]byte, error) {
+	if ms == nil {
+		return append(b, "null"...), nil
+	}
+	if len(ms) == 0 {
+		return append(b, "[]"...), nil
+	}
+	b = append(b, '[')
+	var err error
+	for i, m := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n    {\n      \"name\": "...)
+		if b, err = appendString(b, m.Name); err != nil {
+			return nil, err
+		}
+		b = append(b, ",\n      \"value\": "...)
+		b = appendJSONNumber(b, m.Value)
+		if m.Unit != "" {
+			b = append(b, ",\n      \"unit\": "...)
+			if b, err = appendString(b, m.Unit); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, "\n    }"...)
+	}
+	return append(b, "\n  ]"...), nil
+}
+
 // appendTables appends ts as the value of a top-level field, each table an
 // object at depth 2 (machine units, as Result.MarshalJSON has them), its
 // rows written directly as encoding/json indents Row.MarshalJSON's
@@ -172,16 +213,15 @@ func appendRows(b []byte, rows []Row) ([]byte, error) {
 		return append(b, "[]"...), nil
 	}
 	b = append(b, '[')
+	var err error
 	for i, row := range rows {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		key, err := json.Marshal(row.Key)
-		if err != nil {
+		b = append(b, "\n        {\n          \"key\": "...)
+		if b, err = appendString(b, row.Key); err != nil {
 			return nil, err
 		}
-		b = append(b, "\n        {\n          \"key\": "...)
-		b = append(b, key...)
 		b = append(b, ",\n          \"values\": "...)
 		switch {
 		case row.Values == nil:
@@ -200,12 +240,10 @@ func appendRows(b []byte, rows []Row) ([]byte, error) {
 			b = append(b, "\n          ]"...)
 		}
 		if row.Error != "" {
-			e, err := json.Marshal(row.Error)
-			if err != nil {
+			b = append(b, ",\n          \"error\": "...)
+			if b, err = appendString(b, row.Error); err != nil {
 				return nil, err
 			}
-			b = append(b, ",\n          \"error\": "...)
-			b = append(b, e...)
 		}
 		b = append(b, "\n        }"...)
 	}
@@ -308,23 +346,20 @@ func sameBits(a, b []float64) bool {
 // encoding/json.
 func (st *seriesText) appendJSON(b []byte, ss []Series) ([]byte, error) {
 	b = append(b, '[')
+	var err error
 	for k, s := range ss {
 		if k > 0 {
 			b = append(b, ',')
 		}
-		name, err := json.Marshal(s.Name)
-		if err != nil {
+		b = append(b, "\n    {\n      \"name\": "...)
+		if b, err = appendString(b, s.Name); err != nil {
 			return nil, err
 		}
-		b = append(b, "\n    {\n      \"name\": "...)
-		b = append(b, name...)
 		if s.Unit != "" {
-			unit, err := json.Marshal(s.Unit)
-			if err != nil {
+			b = append(b, ",\n      \"unit\": "...)
+			if b, err = appendString(b, s.Unit); err != nil {
 				return nil, err
 			}
-			b = append(b, ",\n      \"unit\": "...)
-			b = append(b, unit...)
 		}
 		b = append(b, ",\n      \"t\": "...)
 		b = st.appendArray(b, s.T, st.t[k])

@@ -44,6 +44,7 @@ func fullResult() *Result {
 			{Name: "flows/sent", Value: 128e6, Unit: "bytes"},
 			{Name: "missing", Value: math.NaN()},
 			{Name: "ratio", Value: 0.1 + 0.2, Unit: "%"},
+			{Name: "q/<a&b>\"\u2028", Value: -1e-9, Unit: "<us>"},
 		},
 		Tables: []Table{{
 			Name: "qps", Title: "QPs <b>", KeyName: "qp", Params: []string{"a", "b"},
