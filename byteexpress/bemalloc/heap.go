@@ -109,24 +109,30 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 func (h *Heap) Deallocate(b Buf) error { return h.pool.free(b.addr, h) }
 
 // allocRun serves sizes above the largest class, and rejects bad sizes.
+// Its fast path, a cached run of exactly the span count asked for, pops the
+// run inline (popCache) and calls nothing.
 func (h *Heap) allocRun(size int) (Buf, error) {
 	p := h.pool
-	if size <= 0 || size > p.cfg.MaxAlloc {
-		return Buf{}, ErrSize
+	if uint(size-1) >= uint(p.maxRun) {
+		return h.allocOther(size) // size <= 0, above BlockSize or above MaxAlloc
 	}
-	if size > p.cfg.BlockSize {
-		return p.allocHuge(size)
-	}
-	k := (size + p.cfg.SpanSize - 1) >> (p.spanShift & 63)
-	s := h.takeCached(k)
-	if s == nil {
+	shift := p.spanShift & 63
+	k := (size + p.cfg.SpanSize - 1) >> shift
+	c := &h.cache[k]
+	s := *c
+	if s != nil {
+		*c = s.next
+		s.next = nil
+		h.cached -= k
+		s.ownerSetCachedBy(nil)
+	} else {
 		var err error
-		if s, err = p.takeRun(h, k); err != nil {
+		if s, err = h.takeRunSlow(k); err != nil {
 			return Buf{}, err
 		}
 	}
 	s.class = classLarge
-	s.size = uint32(k) << (p.spanShift & 63)
+	s.size = uint32(k) << shift
 	if s.owner.Load() != h {
 		// An atomic store is a locked instruction on x86, which waits for
 		// the caller's buffered stores; a run from this heap's own cache
@@ -140,6 +146,25 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 	h.liveBytes.add(int64(s.size))
 	b := s.blk
 	return Buf{addr: s.base, n: size, lkey: b.lkey, rkey: b.rkey}, nil
+}
+
+// allocOther serves what allocRun does not: ErrSize, or a dedicated run of
+// blocks above BlockSize.
+func (h *Heap) allocOther(size int) (Buf, error) {
+	p := h.pool
+	if size <= 0 || size > p.cfg.MaxAlloc {
+		return Buf{}, ErrSize
+	}
+	return p.allocHuge(size)
+}
+
+// takeRunSlow is allocRun's path when the cache has no run of exactly k
+// spans: a split or coalesced cached run, else a run from the pool.
+func (h *Heap) takeRunSlow(k int) (*span, error) {
+	if s := h.takeCachedMiss(k); s != nil {
+		return s, nil
+	}
+	return h.pool.takeRun(h, k)
 }
 
 // refill gives class c a fresh span: from the heap cache, else from the
@@ -235,6 +260,12 @@ func (h *Heap) takeCached(k int) *span {
 	if s := h.popCache(k); s != nil {
 		return s
 	}
+	return h.takeCachedMiss(k)
+}
+
+// takeCachedMiss is takeCached once the cache has no run of exactly k
+// spans.
+func (h *Heap) takeCachedMiss(k int) *span {
 	if h.cached < k {
 		return nil
 	}

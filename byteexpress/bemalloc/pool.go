@@ -164,6 +164,7 @@ type Pool struct {
 	blockShift, spanShift uint
 	nspans                int
 	maxSmall              int // largest class size: SpanSize/2
+	maxRun                int // largest run of spans: min(BlockSize, MaxAlloc)
 	classSize             []uint32
 	classSlots            []uint32
 	classMagic            []uint64
@@ -218,6 +219,7 @@ func New(pd verbs.PD, cfg Config) (*Pool, error) {
 		spanShift:  uint(bits.TrailingZeros(uint(cfg.SpanSize))),
 		nspans:     cfg.BlockSize / cfg.SpanSize,
 		maxSmall:   cfg.SpanSize / 2,
+		maxRun:     min(cfg.BlockSize, cfg.MaxAlloc),
 		retain:     max(cfg.RetainBlocks, 0),
 	}
 	p.heapCacheSpans = max(cfg.HeapCacheBytes, 0) / cfg.SpanSize
@@ -347,7 +349,10 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 		s.state = 0
 		h.live.add(-1)
 		h.liveBytes.add(-int64(s.size))
-		h.cacheRun(s)
+		h.pushCache(s) // cacheRun, inlined
+		if h.cached > p.heapCacheSpans {
+			h.flushCache(p.heapCacheSpans / 2)
+		}
 		return nil
 	}
 	off := uint64(addr - s.base)

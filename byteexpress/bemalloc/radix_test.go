@@ -38,7 +38,7 @@ func TestRadixLookup(t *testing.T) {
 	if r.lookup(aAt+B) != nil || r.lookup(bAt) != b {
 		t.Fatalf("after clearing a: lookup(a) %p, lookup(b) %p", r.lookup(aAt+B), r.lookup(bAt))
 	}
-	if r.root[(1<<44)>>(shift+r.leafBits+r.midBits)].Load() != nil {
+	if r.root[(1<<44)>>(shift+r.leafBits+r.midBits)].Load() != r.empty {
 		t.Fatal("clearing an unset range allocated a node")
 	}
 }
