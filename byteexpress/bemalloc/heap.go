@@ -74,6 +74,21 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 		h.drain()
 	}
 	if uint(size-1) >= uint(p.maxSmall) {
+		// A run of spans. The fast path, a cached run of exactly the span
+		// count asked for that this heap already owns, is popped here
+		// (popCache) without a call.
+		if uint(size-1) < uint(p.maxRun) {
+			shift := p.spanShift & 63
+			k := (size + p.cfg.SpanSize - 1) >> shift
+			c := &h.cache[k]
+			if s := *c; s != nil && s.owner.Load() == h {
+				*c = s.next
+				s.next = nil
+				h.cached -= k
+				s.ownerSetCachedBy(nil)
+				return h.useRun(s, size, k)
+			}
+		}
 		return h.allocRun(size)
 	}
 	c := classOf(size)
@@ -108,39 +123,15 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 // from this pool; the checks cost one atomic AND on an allocation bitmap.
 func (h *Heap) Deallocate(b Buf) error { return h.pool.free(b.addr, h) }
 
-// allocRun serves sizes above the largest class, and rejects bad sizes.
-// Its fast path, a cached run of exactly the span count asked for, pops the
-// run inline (popCache) and calls nothing.
-func (h *Heap) allocRun(size int) (Buf, error) {
-	p := h.pool
-	if uint(size-1) >= uint(p.maxRun) {
-		return h.allocOther(size) // size <= 0, above BlockSize or above MaxAlloc
-	}
-	shift := p.spanShift & 63
-	k := (size + p.cfg.SpanSize - 1) >> shift
-	c := &h.cache[k]
-	s := *c
-	if s != nil {
-		*c = s.next
-		s.next = nil
-		h.cached -= k
-		s.ownerSetCachedBy(nil)
-	} else {
-		var err error
-		if s, err = h.takeRunSlow(k); err != nil {
-			return Buf{}, err
-		}
-	}
+// useRun hands out run s, of k spans, taken for a size-byte buffer and
+// owned by h.
+func (h *Heap) useRun(s *span, size, k int) (Buf, error) {
 	s.class = classLarge
-	s.size = uint32(k) << shift
-	if s.owner.Load() != h {
-		// An atomic store is a locked instruction on x86, which waits for
-		// the caller's buffered stores; a run from this heap's own cache
-		// (the common case) is already this heap's.
-		s.owner.Store(h)
-	}
-	// A plain store, for the same reason (see span.state): no other
-	// goroutine can hold this run's address until the Buf is passed on.
+	s.size = uint32(k) << (h.pool.spanShift & 63)
+	// A plain store (see span.state): no other goroutine can hold this
+	// run's address until the Buf is passed on. An atomic store is a
+	// locked instruction on x86, which waits for the caller's buffered
+	// stores.
 	s.state = 1
 	h.live.add(1)
 	h.liveBytes.add(int64(s.size))
@@ -148,23 +139,32 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 	return Buf{addr: s.base, n: size, lkey: b.lkey, rkey: b.rkey}, nil
 }
 
-// allocOther serves what allocRun does not: ErrSize, or a dedicated run of
-// blocks above BlockSize.
-func (h *Heap) allocOther(size int) (Buf, error) {
+// allocRun serves sizes above the largest class that Allocate's fast path
+// does not: a size that is not a run (ErrSize, a dedicated run of blocks),
+// a cached run that another heap owned last, a split or coalesced cached
+// run, or a run from the pool.
+func (h *Heap) allocRun(size int) (Buf, error) {
 	p := h.pool
 	if size <= 0 || size > p.cfg.MaxAlloc {
 		return Buf{}, ErrSize
 	}
-	return p.allocHuge(size)
-}
-
-// takeRunSlow is allocRun's path when the cache has no run of exactly k
-// spans: a split or coalesced cached run, else a run from the pool.
-func (h *Heap) takeRunSlow(k int) (*span, error) {
-	if s := h.takeCachedMiss(k); s != nil {
-		return s, nil
+	if size > p.cfg.BlockSize {
+		return p.allocHuge(size)
 	}
-	return h.pool.takeRun(h, k)
+	k := (size + p.cfg.SpanSize - 1) >> (p.spanShift & 63)
+	s := h.takeCached(k)
+	if s == nil {
+		var err error
+		if s, err = p.takeRun(h, k); err != nil {
+			return Buf{}, err
+		}
+	}
+	if s.owner.Load() != h {
+		// Only here: a run from this heap's own cache (the common
+		// case) is already this heap's.
+		s.owner.Store(h)
+	}
+	return h.useRun(s, size, k)
 }
 
 // refill gives class c a fresh span: from the heap cache, else from the
