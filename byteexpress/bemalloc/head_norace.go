@@ -9,4 +9,4 @@ func (e *head) ownerStore(s *span) { e.v = unsafe.Pointer(s) }
 
 // ownerSetCachedBy marks s as held by h's cache (nil: by none); only the
 // heap concerned calls it (see span.cachedBy).
-func (s *span) ownerSetCachedBy(h *Heap) { s.cachedBy = unsafe.Pointer(h) }
+func (s *span) ownerSetCachedBy(h *Heap) { s.cachedBy = uintptr(unsafe.Pointer(h)) }

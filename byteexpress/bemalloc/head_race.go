@@ -12,4 +12,6 @@ func (e *head) ownerStore(s *span) { e.Store(s) }
 
 // ownerSetCachedBy marks s as held by h's cache (nil: by none); only the
 // heap concerned calls it (see span.cachedBy).
-func (s *span) ownerSetCachedBy(h *Heap) { atomic.StorePointer(&s.cachedBy, unsafe.Pointer(h)) }
+func (s *span) ownerSetCachedBy(h *Heap) {
+	atomic.StoreUintptr(&s.cachedBy, uintptr(unsafe.Pointer(h)))
+}

@@ -55,12 +55,15 @@ type span struct {
 	base  uintptr
 	owner atomic.Pointer[Heap]
 	next  *span // heap partial list or heap cache
-	// cachedBy is the heap whose cache holds the run, nil when the run is
-	// in no heap cache. Only that heap sets and clears it (pushCache,
-	// popCache, coalesce), with ownerSetCachedBy (a plain store outside
-	// the race detector, see head); coalesce reads it atomically on the
-	// neighbours of its runs, which may be other heaps' runs.
-	cachedBy unsafe.Pointer // *Heap
+	// cachedBy is the address of the heap whose cache holds the run, 0
+	// when the run is in no heap cache. Only that heap sets and clears it
+	// (pushCache, popCache, coalesce), with ownerSetCachedBy (a plain store
+	// outside the race detector, see head); coalesce reads it atomically
+	// on the neighbours of its runs, which may be other heaps' runs. It is
+	// only compared with a heap's address, never dereferenced, so it is a
+	// uintptr: storing it needs no GC write barrier check (a pool's heaps
+	// live as long as the pool, in Pool.heaps, and Go does not move them).
+	cachedBy uintptr
 	// dnext links a freed large run on its owner's deferred-free list
 	// (Heap.pushDeferredRun): the address pushed before it, written by the
 	// goroutine that frees the run before its CAS, read by the owner after
@@ -89,7 +92,7 @@ type span struct {
 // isCachedBy reports whether s is a run in h's cache. It may be called on
 // any span; only h makes it true.
 func (s *span) isCachedBy(h *Heap) bool {
-	return atomic.LoadPointer(&s.cachedBy) == unsafe.Pointer(h)
+	return atomic.LoadUintptr(&s.cachedBy) == uintptr(unsafe.Pointer(h))
 }
 
 // block is one mapping registered as one MR: a BlockSize block subdivided
