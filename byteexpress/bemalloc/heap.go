@@ -71,7 +71,9 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 		return Buf{}, ErrClosed
 	}
 	if h.deferred.Load() != 0 {
-		h.drain()
+		// In a function of its own, so that this one keeps its values in
+		// registers (no spills for a call on every allocation).
+		return h.drainAllocate(size)
 	}
 	if uint(size-1) >= uint(p.maxSmall) {
 		// A run of spans. The fast path, a cached run of exactly the span
@@ -86,7 +88,7 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 				s.next = nil
 				h.cached -= k
 				s.ownerSetCachedBy(nil)
-				return h.useRun(s, size, k)
+				return h.useRun(s, size, uint32(k<<shift))
 			}
 		}
 		return h.allocRun(size)
@@ -123,18 +125,25 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 // from this pool; the checks cost one atomic AND on an allocation bitmap.
 func (h *Heap) Deallocate(b Buf) error { return h.pool.free(b.addr, h) }
 
-// useRun hands out run s, of k spans, taken for a size-byte buffer and
-// owned by h.
-func (h *Heap) useRun(s *span, size, k int) (Buf, error) {
+// drainAllocate is Allocate when other goroutines have freed buffers of
+// this heap: it takes them back first.
+func (h *Heap) drainAllocate(size int) (Buf, error) {
+	h.drain()
+	return h.Allocate(size)
+}
+
+// useRun hands out run s, of runBytes bytes, taken for a size-byte buffer
+// and owned by h.
+func (h *Heap) useRun(s *span, size int, runBytes uint32) (Buf, error) {
 	s.class = classLarge
-	s.size = uint32(k) << (h.pool.spanShift & 63)
+	s.size = runBytes
 	// A plain store (see span.state): no other goroutine can hold this
 	// run's address until the Buf is passed on. An atomic store is a
 	// locked instruction on x86, which waits for the caller's buffered
 	// stores.
 	s.state = 1
 	h.live.add(1)
-	h.liveBytes.add(int64(s.size))
+	h.liveBytes.add(int64(runBytes))
 	b := s.blk
 	return Buf{addr: s.base, n: size, lkey: b.lkey, rkey: b.rkey}, nil
 }
@@ -151,7 +160,8 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 	if size > p.cfg.BlockSize {
 		return p.allocHuge(size)
 	}
-	k := (size + p.cfg.SpanSize - 1) >> (p.spanShift & 63)
+	shift := p.spanShift & 63
+	k := (size + p.cfg.SpanSize - 1) >> shift
 	s := h.takeCached(k)
 	if s == nil {
 		var err error
@@ -164,7 +174,7 @@ func (h *Heap) allocRun(size int) (Buf, error) {
 		// case) is already this heap's.
 		s.owner.Store(h)
 	}
-	return h.useRun(s, size, k)
+	return h.useRun(s, size, uint32(k<<shift))
 }
 
 // refill gives class c a fresh span: from the heap cache, else from the
