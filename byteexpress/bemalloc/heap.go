@@ -126,7 +126,10 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 func (h *Heap) Deallocate(b Buf) error { return h.pool.free(b.addr, h) }
 
 // drainAllocate is Allocate when other goroutines have freed buffers of
-// this heap: it takes them back first.
+// this heap: it takes them back first. Allocate calls it again only if
+// more frees arrived meanwhile, each of a buffer this heap handed out
+// before, so the recursion ends (at most one level per live buffer; in
+// practice none).
 func (h *Heap) drainAllocate(size int) (Buf, error) {
 	h.drain()
 	return h.Allocate(size)
