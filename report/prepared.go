@@ -139,23 +139,45 @@ func appendString(b []byte, s string) ([]byte, error) {
 	return append(b, j...), err
 }
 
-// appendMetrics appends ms as the value of a top-level field, each metric
-// an object at depth 2, as encoding/json indents Metric.MarshalJSON's.
-func appendMetrics(b []byte, ms []Metric) ([]byte, error) {
-	if ms == nil {
+// appendList appends a JSON array of n elements at depth d (their lines
+// at depth d+1), as encoding/json indents one: null when isNil, [] when n
+// is 0, else each element as elem writes it after its comma and line
+// break.
+func appendList(b []byte, n int, isNil bool, d int, elem func(b []byte, i int) ([]byte, error)) ([]byte, error) {
+	if isNil {
 		return append(b, "null"...), nil
 	}
-	if len(ms) == 0 {
+	if n == 0 {
 		return append(b, "[]"...), nil
 	}
 	b = append(b, '[')
 	var err error
-	for i, m := range ms {
+	for i := range n {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, "\n    {\n      \"name\": "...)
-		if b, err = appendString(b, m.Name); err != nil {
+		if b, err = elem(appendLine(b, d+1), i); err != nil {
+			return nil, err
+		}
+	}
+	return append(appendLine(b, d), ']'), nil
+}
+
+// appendLine appends a line break and the indentation of depth d (two
+// spaces a level, at most 8 levels).
+func appendLine(b []byte, d int) []byte {
+	const line = "\n                "
+	return append(b, line[:1+2*d]...)
+}
+
+// appendMetrics appends ms as the value of a top-level field, each metric
+// an object at depth 2, as encoding/json indents Metric.MarshalJSON's.
+func appendMetrics(b []byte, ms []Metric) ([]byte, error) {
+	return appendList(b, len(ms), ms == nil, 1, func(b []byte, i int) ([]byte, error) {
+		m := &ms[i]
+		b = append(b, "{\n      \"name\": "...)
+		b, err := appendString(b, m.Name)
+		if err != nil {
 			return nil, err
 		}
 		b = append(b, ",\n      \"value\": "...)
@@ -166,9 +188,8 @@ func appendMetrics(b []byte, ms []Metric) ([]byte, error) {
 				return nil, err
 			}
 		}
-		b = append(b, "\n    }"...)
-	}
-	return append(b, "\n  ]"...), nil
+		return append(b, "\n    }"...), nil
+	})
 }
 
 // appendTables appends ts as the value of a top-level field, each table an
@@ -176,16 +197,10 @@ func appendMetrics(b []byte, ms []Metric) ([]byte, error) {
 // rows written directly as encoding/json indents Row.MarshalJSON's
 // objects: at depth 4, their values at depth 6, one a line.
 func appendTables(b []byte, ts []Table) ([]byte, error) {
-	if len(ts) == 0 { // never null, as Result.MarshalJSON has it
-		return append(b, "[]"...), nil
-	}
-	b = append(b, '[')
-	for k := range ts {
-		t := ts[k].machine()
-		if k > 0 {
-			b = append(b, ',')
-		}
-		o := object{b: append(b, "\n    {"...), indent: "\n      "}
+	// Never null, as Result.MarshalJSON has it.
+	return appendList(b, len(ts), false, 1, func(b []byte, i int) ([]byte, error) {
+		t := ts[i].machine()
+		o := object{b: append(b, '{'), indent: "\n      "}
 		o.field("name", t.Name)
 		o.field("title", t.Title)
 		o.field("key_name", t.KeyName)
@@ -199,55 +214,31 @@ func appendTables(b []byte, ts []Table) ([]byte, error) {
 		if o.err != nil {
 			return nil, o.err
 		}
-		b = append(o.b, "\n    }"...)
-	}
-	return append(b, "\n  ]"...), nil
+		return append(o.b, "\n    }"...), nil
+	})
 }
 
 // appendRows appends rows as the value of a table's field (depth 3).
 func appendRows(b []byte, rows []Row) ([]byte, error) {
-	if rows == nil {
-		return append(b, "null"...), nil
-	}
-	if len(rows) == 0 {
-		return append(b, "[]"...), nil
-	}
-	b = append(b, '[')
-	var err error
-	for i, row := range rows {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, "\n        {\n          \"key\": "...)
-		if b, err = appendString(b, row.Key); err != nil {
+	return appendList(b, len(rows), rows == nil, 3, func(b []byte, i int) ([]byte, error) {
+		row := &rows[i]
+		b = append(b, "{\n          \"key\": "...)
+		b, err := appendString(b, row.Key)
+		if err != nil {
 			return nil, err
 		}
 		b = append(b, ",\n          \"values\": "...)
-		switch {
-		case row.Values == nil:
-			b = append(b, "null"...)
-		case len(row.Values) == 0:
-			b = append(b, "[]"...)
-		default:
-			b = append(b, '[')
-			for j, x := range row.Values {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, "\n            "...)
-				b = appendJSONNumber(b, x)
-			}
-			b = append(b, "\n          ]"...)
-		}
+		b, _ = appendList(b, len(row.Values), row.Values == nil, 5, func(b []byte, j int) ([]byte, error) {
+			return appendJSONNumber(b, row.Values[j]), nil
+		})
 		if row.Error != "" {
 			b = append(b, ",\n          \"error\": "...)
 			if b, err = appendString(b, row.Error); err != nil {
 				return nil, err
 			}
 		}
-		b = append(b, "\n        }"...)
-	}
-	return append(b, "\n      ]"...), nil
+		return append(b, "\n        }"...), nil
+	})
 }
 
 // WriteSeriesCSV writes r's series as WriteSeriesCSV does.
@@ -345,14 +336,11 @@ func sameBits(a, b []float64) bool {
 // line, null for a missing one, as Series.MarshalJSON indented by
 // encoding/json.
 func (st *seriesText) appendJSON(b []byte, ss []Series) ([]byte, error) {
-	b = append(b, '[')
-	var err error
-	for k, s := range ss {
-		if k > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, "\n    {\n      \"name\": "...)
-		if b, err = appendString(b, s.Name); err != nil {
+	return appendList(b, len(ss), ss == nil, 1, func(b []byte, k int) ([]byte, error) {
+		s := &ss[k]
+		b = append(b, "{\n      \"name\": "...)
+		b, err := appendString(b, s.Name)
+		if err != nil {
 			return nil, err
 		}
 		if s.Unit != "" {
@@ -365,31 +353,18 @@ func (st *seriesText) appendJSON(b []byte, ss []Series) ([]byte, error) {
 		b = st.appendArray(b, s.T, st.t[k])
 		b = append(b, ",\n      \"v\": "...)
 		b = st.appendArray(b, s.V, st.v[k])
-		b = append(b, "\n    }"...)
-	}
-	return append(b, "\n  ]"...), nil
+		return append(b, "\n    }"...), nil
+	})
 }
 
 // appendArray appends xs, whose first number is first, as an array at
 // depth 3 with its elements at depth 4 ("[]" when empty, null when nil).
 func (st *seriesText) appendArray(b []byte, xs []float64, first int) []byte {
-	if xs == nil {
-		return append(b, "null"...)
-	}
-	if len(xs) == 0 {
-		return append(b, "[]"...)
-	}
-	b = append(b, '[')
-	for i := range xs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, "\n        "...)
+	b, _ = appendList(b, len(xs), xs == nil, 3, func(b []byte, i int) ([]byte, error) {
 		if t := st.num(first + i); len(t) > 0 {
-			b = append(b, t...)
-		} else {
-			b = append(b, "null"...)
+			return append(b, t...), nil
 		}
-	}
-	return append(b, "\n      ]"...)
+		return append(b, "null"...), nil
+	})
+	return b
 }
