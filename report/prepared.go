@@ -43,9 +43,11 @@ func writeAppended(w io.Writer, app func([]byte) ([]byte, error)) error {
 
 // AppendJSON appends the bytes WriteJSON writes to b: the top-level
 // object indented by two spaces, as encoding/json's Encoder with
-// SetIndent("", "  ") writes it. The series and the tables' rows, most of
-// a result's bytes, are written directly, without encoding/json's
-// compaction and indentation passes over them; every other field goes
+// SetIndent("", "  ") writes it. The series, the metrics and the tables'
+// rows, most of a result's bytes, are written directly, without
+// encoding/json's compaction and indentation passes over them; every
+// other field (a table's name, title, key name, params and columns among
+// them) goes
 // through json.MarshalIndent (a value nested n levels deep is indented as
 // a whole document with a prefix of n times two spaces). The fields, their
 // order and omitempty follow the tags of Result, Table and Row
