@@ -47,10 +47,9 @@ func writeAppended(w io.Writer, app func([]byte) ([]byte, error)) error {
 // rows, most of a result's bytes, are written directly, without
 // encoding/json's compaction and indentation passes over them; every
 // other field (a table's name, title, key name, params and columns among
-// them) goes
-// through json.MarshalIndent (a value nested n levels deep is indented as
-// a whole document with a prefix of n times two spaces). The fields, their
-// order and omitempty follow the tags of Result, Table and Row
+// them) goes through json.MarshalIndent (a value nested n levels deep is
+// indented as a whole document with a prefix of n times two spaces). The
+// fields, their order and omitempty follow the tags of Result, Table and Row
 // (TestPreparedJSONAsEncoder holds them together).
 func (p *Prepared) AppendJSON(b []byte) ([]byte, error) {
 	r := p.r
