@@ -159,3 +159,26 @@ func TestPreparedSharesNumbers(t *testing.T) {
 		t.Fatalf("%d series share their instants' text, want the runs of the common grid (at least 30)", shared)
 	}
 }
+
+// TestSeriesCSVSize checks that AppendSeriesCSV's size, by which it grows
+// its buffer once, is the exact length of what it writes: for series with
+// names that need quoting, missing numbers, fewer values than instants,
+// and more values than instants (those are not written).
+func TestSeriesCSVSize(t *testing.T) {
+	r := fullResult()
+	r.Series = append(r.Series, Series{Name: "long v", T: []float64{1, 2}, V: []float64{3, 4, 5, 6}})
+	for _, ss := range [][]Series{nil, {}, r.Series} {
+		p := (&Result{Series: ss}).Prepare()
+		_, size, err := p.seriesCSVHeads()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := p.AppendSeriesCSV(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != size {
+			t.Errorf("%d series: wrote %d bytes, sized %d", len(ss), len(b), size)
+		}
+	}
+}
