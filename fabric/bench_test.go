@@ -141,7 +141,8 @@ func TestDepthSeriesMatchPerTickSampling(t *testing.T) {
 	for si, sw := range rep.Switches {
 		for pi, pr := range sw.Ports {
 			r := ref[n.Switches[si].Ports[pi]]
-			for i, q := range pr.Prio {
+			for i := range NumPrio {
+				q := pr.Prio(i)
 				var want *pfcSeries
 				if r != nil {
 					want = r[i]

@@ -190,7 +190,7 @@ func TestECMPSpreadsFlows(t *testing.T) {
 		}
 		var tx int64
 		for _, p := range sw.Ports {
-			tx += p.Prio[lossless].TxPackets
+			tx += p.Prio(lossless).TxPackets
 		}
 		if tx == 0 {
 			t.Fatalf("%s idle: ECMP does not spread", sw.Name)
@@ -212,7 +212,7 @@ func TestQueueDepthSampler(t *testing.T) {
 	}
 	n.K.Run() // the sampler stops by itself once the fabric is idle
 	r := n.Report()
-	c := r.Switches[0].Ports[4].Prio[lossless].Depth
+	c := r.Switches[0].Ports[4].Prio(lossless).Depth
 	if c == nil || c.Len() == 0 || c.Len() > 64 {
 		t.Fatalf("series %+v", c)
 	}
@@ -224,10 +224,10 @@ func TestQueueDepthSampler(t *testing.T) {
 	for _, v := range s.V {
 		peak = max(peak, v)
 	}
-	if peak == 0 || peak > r.Switches[0].Ports[4].Prio[lossless].MaxQueue {
-		t.Fatalf("sampled peak %d, max %d", peak, r.Switches[0].Ports[4].Prio[lossless].MaxQueue)
+	if peak == 0 || peak > r.Switches[0].Ports[4].Prio(lossless).MaxQueue {
+		t.Fatalf("sampled peak %d, max %d", peak, r.Switches[0].Ports[4].Prio(lossless).MaxQueue)
 	}
-	if r.Switches[0].Ports[0].Prio[lossless].Depth != nil {
+	if r.Switches[0].Ports[0].Prio(lossless).Depth != nil {
 		t.Fatal("series for a queue that never held a frame")
 	}
 	if s.T[len(s.T)-1] < 1*sim.Millisecond {

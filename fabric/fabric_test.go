@@ -5,6 +5,7 @@ import (
 	"github.com/besim/besim/units"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,7 +150,7 @@ func TestIncastLossless(t *testing.T) {
 				if h.PauseRx[lossless] == 0 || h.PausedTime[lossless] == 0 {
 					t.Errorf("sender %d never paused: %+v", i, h)
 				}
-				p := sw.Ports[i].Prio[lossless]
+				p := sw.Ports[i].Prio(lossless)
 				in := p.Ingress
 				if in.MaxBytes > in.MaxXOFF+sw.Ports[i].Headroom.Bytes() {
 					t.Errorf("port %d: max ingress %d > XOFF %d + headroom %d", i, in.MaxBytes, in.MaxXOFF, sw.Ports[i].Headroom)
@@ -162,7 +163,7 @@ func TestIncastLossless(t *testing.T) {
 				}
 				sumIngress += in.MaxBytes
 			}
-			q := sw.Ports[tc.senders].Prio[lossless]
+			q := sw.Ports[tc.senders].Prio(lossless)
 			if q.MaxQueue == 0 || q.MaxQueue > sumIngress || q.MaxQueue > sw.SharedSize+sw.Reserved {
 				t.Fatalf("bottleneck queue %d not bounded by the ingress groups (%d)", q.MaxQueue, sumIngress)
 			}
@@ -191,7 +192,7 @@ func TestIncastLossy(t *testing.T) {
 				t.Fatalf("lossy class used PFC: %+v", r.Totals)
 			}
 			sw := r.Switches[0]
-			q := sw.Ports[senders].Prio[lossy]
+			q := sw.Ports[senders].Prio(lossy)
 			dt := int64(DefaultEgressAlpha/(1+DefaultEgressAlpha)*float64(sw.SharedSize)) + 1086
 			if q.MaxQueue > dt || q.MaxQueue < dt/2 {
 				t.Fatalf("queue peaked at %d, dynamic threshold %d", q.MaxQueue, dt)
@@ -246,14 +247,14 @@ func TestVictimPausePropagation(t *testing.T) {
 	// the victim's NIC was paused by leaf0.
 	leaf0 := r.Switches[0]
 	up := leaf0.Ports[3] // ports 0-2 are hosts, 3 is the spine uplink
-	if up.PeerName != "spine0" || up.Prio[lossless].PauseRx == 0 || up.Prio[lossless].PausedTime == 0 {
-		t.Fatalf("leaf0 uplink never paused: %+v", up.Prio[lossless])
+	if up.PeerName != "spine0" || up.Prio(lossless).PauseRx == 0 || up.Prio(lossless).PausedTime == 0 {
+		t.Fatalf("leaf0 uplink never paused: %+v", up.Prio(lossless))
 	}
 	if r.Hosts[2].PausedTime[lossless] == 0 {
 		t.Fatal("victim NIC never paused")
 	}
 	spine := r.Switches[3]
-	if spine.Ports[0].Prio[lossless].XOFFEvents == 0 || spine.Ports[1].Prio[lossless].PauseRx == 0 {
+	if spine.Ports[0].Prio(lossless).XOFFEvents == 0 || spine.Ports[1].Prio(lossless).PauseRx == 0 {
 		t.Fatalf("spine did not relay the pause: %+v", spine.Ports[:2])
 	}
 }
@@ -318,7 +319,7 @@ func TestECNMarkingFollowsRED(t *testing.T) {
 	id := addFlow(t, n, Flow{Src: 0, Dst: 1, Prio: lossless, Size: frames * 1024, Start: 5 * sim.Microsecond})
 	n.Run(1 * sim.Millisecond)
 	r := n.Report()
-	q := r.Switches[0].Ports[1].Prio[lossless]
+	q := r.Switches[0].Ports[1].Prio(lossless)
 	if q.Queued != frames*1086 || r.Flows[id].DeliveredPackets != 0 {
 		t.Fatalf("queue %d B, delivered %d: the pause did not hold the queue", q.Queued, r.Flows[id].DeliveredPackets)
 	}
@@ -496,7 +497,7 @@ func TestHeadroomOverflowIsLoud(t *testing.T) {
 	}
 	var used int64
 	for _, p := range r.Switches[0].Ports[:8] {
-		used = max(used, p.Prio[lossless].Ingress.MaxHeadroom)
+		used = max(used, p.Prio(lossless).Ingress.MaxHeadroom)
 	}
 	t.Logf("headroom formula %d B, max used %d B", exact, used)
 	if used < exact.Bytes()/2 {
@@ -530,7 +531,7 @@ func TestWatchdogStorm(t *testing.T) {
 			after := n.Flows()[victim].DeliveredBytes
 			n.Run(9 * sim.Millisecond)
 			r := n.Report()
-			p := r.Switches[0].Ports[1].Prio[lossless]
+			p := r.Switches[0].Ports[1].Prio(lossless)
 			if frozen != 0 {
 				t.Fatalf("victim moved %d B while the storm held its sender", frozen)
 			}
@@ -615,10 +616,10 @@ func TestPauseFramesAreNotRouted(t *testing.T) {
 		t.Fatalf("pause frames: %+v", r.Totals)
 	}
 	p := r.Switches[0].Ports[0]
-	if p.PFCFramesRx != 2 || p.Prio[lossless].PauseRx != 1 || p.Prio[lossless].PausedTime != pfc.QuantaToTime(100, 25*units.Gbps) {
+	if p.PFCFramesRx != 2 || p.Prio(lossless).PauseRx != 1 || p.Prio(lossless).PausedTime != pfc.QuantaToTime(100, 25*units.Gbps) {
 		t.Fatalf("switch port: %+v", p)
 	}
-	if n.Switches[0].Ports[0].PauseRx().Stats().Ignored[lossy] != 1 || p.Prio[lossy].PauseRx != 0 {
+	if n.Switches[0].Ports[0].PauseRx().Stats().Ignored[lossy] != 1 || p.Prio(lossy).PauseRx != 0 {
 		t.Fatal("pause for a priority without PFC was honoured")
 	}
 }
@@ -843,7 +844,7 @@ func TestUnusedPriorityHasNoState(t *testing.T) {
 				t.Errorf("port %d priority %d: state allocated %v, carried traffic %v", pi, i, c != nil, used)
 			}
 		}
-		used, q := r.Switches[0].Ports[pi].Prio[lossless], r.Switches[0].Ports[pi].Prio[idle]
+		used, q := r.Switches[0].Ports[pi].Prio(lossless), r.Switches[0].Ports[pi].Prio(idle)
 		if q.XOFF <= 0 || q.XOFF != used.XOFF || q.XON != used.XON {
 			t.Errorf("port %d: idle lossless priority XOFF/XON %d/%d, priority in use %d/%d", pi, q.XOFF, q.XON, used.XOFF, used.XON)
 		}
@@ -852,8 +853,17 @@ func TestUnusedPriorityHasNoState(t *testing.T) {
 		}
 	}
 	for _, p := range r.Switches[0].Ports {
-		if got := p.Prio[lossless]; p.Peer == 8 && (got.TxPackets == 0 || got.Depth == nil) {
+		if got := p.Prio(lossless); p.Peer == 8 && (got.TxPackets == 0 || got.Depth == nil) {
 			t.Fatalf("bottleneck port: %d frames sent, depth series %v", got.TxPackets, got.Depth != nil)
+		}
+		// The report holds the priority in use (frames sent to host 8,
+		// pauses sent to the senders) and nothing for the others.
+		var prios []int
+		for _, q := range p.Prios {
+			prios = append(prios, q.Prio)
+		}
+		if !slices.Equal(prios, []int{lossless}) {
+			t.Errorf("port to node %d reports priorities %v, want [%d]", p.Peer, prios, lossless)
 		}
 	}
 }

@@ -170,7 +170,8 @@ func TestServiceLevelSelectsPriority(t *testing.T) {
 		var on, off int64
 		for _, sw := range c.Network().Report().Switches {
 			for _, p := range sw.Ports {
-				for prio, q := range p.Prio {
+				for _, q := range p.Prios {
+					prio := q.Prio
 					if uint8(prio) == want {
 						on += q.TxBytes
 					} else if prio != int(cfg.NIC.CNPPrio) {

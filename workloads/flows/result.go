@@ -55,7 +55,8 @@ func (x *Sim) Result() *report.Result {
 	var depths []depth
 	for _, sw := range rep.Switches {
 		for _, p := range sw.Ports {
-			for prio, q := range p.Prio {
+			for _, q := range p.Prios {
+				prio := q.Prio
 				if q.Drops+q.ECNMarks+q.PauseTx+q.PauseRx+q.HeadroomDrops > 0 {
 					ports.AddRow(key(sw.Name, p.PeerName, prio), float64(q.TxPackets), float64(q.Drops+q.HeadroomDrops+q.WatchdogDrops),
 						float64(q.ECNMarks), float64(q.PauseTx), float64(q.PauseRx), q.PausedTime.Seconds()*1e6,
@@ -164,10 +165,10 @@ func (x *Sim) pfcNote(rep *fabric.Report) string {
 		var where []string
 		for _, sw := range rep.Switches {
 			for _, p := range sw.Ports {
-				for prio, q := range p.Prio {
+				for _, q := range p.Prios {
 					if q.XOFFEvents > 0 && len(where) < 3 {
 						where = append(where, fmt.Sprintf("%s ingress from %s prio %d (held at most %d B, %d B of it in headroom of %d B)",
-							sw.Name, p.PeerName, prio, q.Ingress.MaxBytes, q.Ingress.MaxHeadroom, p.Headroom))
+							sw.Name, p.PeerName, q.Prio, q.Ingress.MaxBytes, q.Ingress.MaxHeadroom, p.Headroom))
 					}
 				}
 			}
@@ -179,10 +180,10 @@ func (x *Sim) pfcNote(rep *fabric.Report) string {
 	var at string
 	for _, sw := range rep.Switches {
 		for _, p := range sw.Ports {
-			for prio, q := range p.Prio {
+			for _, q := range p.Prios {
 				if q.Ingress.MaxXOFF > 0 && q.Ingress.MaxBytes >= maxHeld {
 					maxHeld, xoff = q.Ingress.MaxBytes, q.Ingress.MaxXOFF
-					at = fmt.Sprintf("%s ingress from %s prio %d", sw.Name, p.PeerName, prio)
+					at = fmt.Sprintf("%s ingress from %s prio %d", sw.Name, p.PeerName, q.Prio)
 				}
 			}
 		}

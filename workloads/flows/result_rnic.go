@@ -137,7 +137,7 @@ func (x *Sim) rnicMetrics(r *report.Result, rep *fabric.Report) {
 	var qmean float64
 	for _, sw := range rep.Switches {
 		for _, p := range sw.Ports {
-			for _, q := range p.Prio {
+			for _, q := range p.Prios {
 				if q.Depth == nil {
 					continue
 				}

@@ -128,14 +128,14 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 	var xoff int64
 	for _, sw := range res.Report.Switches {
 		for _, p := range sw.Ports {
-			for prio, q := range p.Prio {
+			for _, q := range p.Prios {
 				if q.PauseTx+q.PauseRx > 0 {
-					ports.AddRow(fmt.Sprintf("%s->%s/%d", sw.Name, p.PeerName, prio), float64(q.PauseTx), float64(q.PauseRx),
+					ports.AddRow(fmt.Sprintf("%s->%s/%d", sw.Name, p.PeerName, q.Prio), float64(q.PauseTx), float64(q.PauseRx),
 						q.PausedTime.Seconds()*1e6, float64(q.MaxQueue)/1e3, float64(q.Ingress.MaxBytes)/1e3, float64(q.XOFF)/1e3)
 				}
-				if sw.Name == "leaf0" && p.PeerName == "spine0" && prio == fabric.DefaultLosslessPrio {
-					xoff = q.XOFF
-				}
+			}
+			if sw.Name == "leaf0" && p.PeerName == "spine0" {
+				xoff = p.Prio(fabric.DefaultLosslessPrio).XOFF
 			}
 		}
 	}
