@@ -41,8 +41,10 @@ func main() {
 // EnvMemProfile names a file to write a pprof heap profile to when the
 // command ends (`go tool pprof -sample_index=inuse_space besim FILE`: the
 // Go heap at the last garbage collection, usually late in the run;
-// alloc_space: everything allocated). Memory outside the Go heap
-// (bemalloc's registered blocks) is not in it.
+// alloc_space: everything allocated up to that collection, not after it).
+// It samples one allocation per 512 KiB unless GODEBUG=memprofilerate=1
+// asks for every one. Memory outside the Go heap (bemalloc's registered
+// blocks) is not in it.
 const EnvMemProfile = "BESIM_MEMPROFILE"
 
 // heapProfiled runs f and then, if file is set, writes the heap profile to
