@@ -1,8 +1,9 @@
 package flows
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/besim/besim/fabric"
@@ -68,7 +69,7 @@ func (x *Sim) Result() *report.Result {
 			}
 		}
 	}
-	sort.SliceStable(depths, func(i, j int) bool { return depths[i].max > depths[j].max })
+	slices.SortStableFunc(depths, func(a, b depth) int { return cmp.Compare(b.max, a.max) })
 	keep := maxSeries
 	if x.Scenario.Outputs.Series == scenarios.SeriesAll {
 		keep = len(depths)

@@ -97,6 +97,29 @@ func (x *Sim) nicTotals() rnic.Stats {
 	return t
 }
 
+// queuesAfter is the largest sampled depth of any switch queue at or after
+// instant from, and the largest mean of one queue's sampled depths there.
+func queuesAfter(rep *fabric.Report, from sim.Time) (qmax int64, qmean float64) {
+	for _, sw := range rep.Switches {
+		for _, p := range sw.Ports {
+			for _, q := range p.Prios {
+				// A queue's sampled depths, and so their largest value and
+				// their mean, are at most its high-water mark: one no
+				// deeper than the largest mean so far (so than the largest
+				// depth too) changes neither figure.
+				if q.Depth == nil || float64(q.MaxQueue) <= qmean {
+					continue
+				}
+				if n, hi, s := q.Depth.Fold(from); n > 0 {
+					qmax = max(qmax, hi)
+					qmean = max(qmean, s/float64(n))
+				}
+			}
+		}
+	}
+	return qmax, qmean
+}
+
 // rnicMetrics adds the NIC totals, per-flow goodput and DCQCN rate, the
 // queue depth after warmup, fairness, and the per-flow time series.
 func (x *Sim) rnicMetrics(r *report.Result, rep *fabric.Report) {
@@ -132,22 +155,7 @@ func (x *Sim) rnicMetrics(r *report.Result, rep *fabric.Report) {
 	}
 
 	// The switch queues after warmup, from the sampled depth series.
-	from := x.Scenario.Outputs.Warmup.Time()
-	var qmax int64
-	var qmean float64
-	for _, sw := range rep.Switches {
-		for _, p := range sw.Ports {
-			for _, q := range p.Prios {
-				if q.Depth == nil {
-					continue
-				}
-				if n, hi, s := q.Depth.Fold(from); n > 0 {
-					qmax = max(qmax, hi)
-					qmean = max(qmean, s/float64(n))
-				}
-			}
-		}
-	}
+	qmax, qmean := queuesAfter(rep, x.Scenario.Outputs.Warmup.Time())
 	if x.Scenario.Outputs.Series != scenarios.SeriesNone { // no series, no figure (not a zero)
 		r.Add("queue/max_after_warmup", float64(qmax), "bytes")
 		r.Add("queue/mean_after_warmup", qmean, "bytes")
