@@ -101,7 +101,14 @@ func (c *Compact) halve() {
 			}
 		}
 		var d int64
-		d, r = nextDelta(buf, r)
+		if x := uint64(buf[r]); x < 0x80 { // one and two bytes without a call
+			d, r = int64(x>>1)^-int64(x&1), r+1
+		} else if y := uint64(buf[r+1]); y < 0x80 { // a varint's last byte is below 0x80, so buf[r+1] exists
+			x = x&0x7f | y<<7
+			d, r = int64(x>>1)^-int64(x&1), r+2
+		} else {
+			d, r = nextDelta(buf, r)
+		}
 		v += d
 		if i&1 == 0 {
 			w += putDelta(buf[w:], v-kept)

@@ -95,7 +95,7 @@ func halveReference(c *Compact) {
 // checks the bytes against the plain re-encoding.
 func TestCompactHalveMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	deltas := []int64{0, 1, -1, 63, -64, 64, -65, 1 << 20, -(1 << 40)}
+	deltas := []int64{0, 1, -1, 63, -64, 64, -65, 1078, 8191, -8192, 8192, -8193, 1 << 20, -(1 << 40)} // one to six bytes, and their edges
 	for trial := 0; trial < 2000; trial++ {
 		capacity := 2 * (1 + rng.IntN(40))
 		a := NewCompact(capacity, 0, 1)
