@@ -99,6 +99,9 @@ func ClusterConfig(s *scenarios.Scenario) (simhost.Config, error) {
 	if err != nil {
 		return simhost.Config{}, err
 	}
+	// A workload's result has no switch-queue series (only flow scenarios
+	// write them): the fabric samples no queue depths.
+	fc.Sampling.Interval = 0
 	nic, err := NICConfig(s, units.Rate(s.Fabric.Links.HostRate))
 	if err != nil {
 		return simhost.Config{}, err
