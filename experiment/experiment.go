@@ -123,6 +123,7 @@ func FabricConfig(s *scenarios.Scenario) (fabric.Config, error) {
 	}
 	if s.Outputs.Series != scenarios.SeriesNone {
 		c.Sampling.Interval = s.Outputs.SampleInterval.Time()
+		c.Sampling.Queues = s.Outputs.Queues
 	}
 	if err := c.Validate(); err != nil {
 		// The field path already says fabric: do not repeat it.

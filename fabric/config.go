@@ -3,6 +3,7 @@ package fabric
 import (
 	"errors"
 	"fmt"
+	"path"
 
 	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/sim"
@@ -165,6 +166,11 @@ type SwitchConfig struct {
 type Sampling struct {
 	Interval sim.Time // 0 disables sampling
 	Cap      int      // points per series (bounded memory), 0: DefaultSampleCap
+	// Queues, when set, are the only queues sampled: shell patterns
+	// (path.Match) on QueueName, or, without a '/', on SWITCH->PEER for
+	// every priority of the port. New fails with a QueuePatternError for
+	// one that matches no queue.
+	Queues []string
 }
 
 // Config describes a whole fabric. Build it with DefaultConfig and change
@@ -316,6 +322,11 @@ func (c *Config) Validate() error {
 		}
 		if err := p.Watchdog.Validate(); err != nil {
 			bad("switch.pfc.watchdog: %v", err)
+		}
+	}
+	for _, q := range c.Sampling.Queues {
+		if _, err := path.Match(q, ""); err != nil || q == "" {
+			bad("sampling queue pattern %q is not a shell pattern (path.Match)", q)
 		}
 	}
 	if c.Sampling.Interval < 0 || c.Sampling.Cap < 0 {

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"errors"
 	"fmt"
 	"github.com/besim/besim/units"
 	"math"
@@ -865,5 +866,66 @@ func TestUnusedPriorityHasNoState(t *testing.T) {
 		if !slices.Equal(prios, []int{lossless}) {
 			t.Errorf("port to node %d reports priorities %v, want [%d]", p.Peer, prios, lossless)
 		}
+	}
+}
+
+// Sampling.Queues samples only the queues it marks: each gets the depth
+// series an unmarked run records for it, point for point, the others none,
+// and the run is the same run; a pattern that matches no queue fails New.
+func TestSamplingMarkedQueues(t *testing.T) {
+	run := func(marks []string) (*Network, *Report) {
+		n := build(t, func(c *Config) {
+			c.Topology = Topology{Kind: Star, Hosts: 9}
+			c.Sampling.Interval = 10 * sim.Microsecond
+			c.Sampling.Queues = marks
+		})
+		for i := 0; i < 8; i++ {
+			addFlow(t, n, Flow{Src: NodeID(i), Dst: 8, Prio: lossless})
+		}
+		addFlow(t, n, Flow{Src: 8, Dst: 0, Prio: lossless}) // a second queue that holds frames
+		n.Run(2 * sim.Millisecond)
+		return n, n.Report()
+	}
+	_, all := run(nil)
+	sw := all.Switches[0]
+	var toH0, toH8 PortReport
+	for _, p := range sw.Ports {
+		switch p.Peer {
+		case 0:
+			toH0 = p
+		case 8:
+			toH8 = p
+		}
+	}
+	if toH0.Prio(lossless).Depth == nil || toH8.Prio(lossless).Depth == nil {
+		t.Fatal("the unmarked run has no depth series of the two queues that held frames")
+	}
+	// A pattern, and a name marking a priority that carries nothing.
+	n, marked := run([]string{QueueName(sw.Name, toH0.PeerName, lossless), QueueName(sw.Name, "*", 6)})
+	if got, want := n.SampledQueues(), 1+len(sw.Ports); got != want {
+		t.Errorf("SampledQueues %d, want %d", got, want)
+	}
+	if marked.Totals != all.Totals {
+		t.Errorf("marking changed the run:\n%+v\n%+v", marked.Totals, all.Totals)
+	}
+	for pi, p := range marked.Switches[0].Ports {
+		for _, q := range p.Prios {
+			if q.Depth != nil && (p.Peer != 0 || q.Prio != lossless) {
+				t.Errorf("port %d prio %d: unmarked queue sampled", pi, q.Prio)
+			}
+		}
+	}
+	got, want := marked.Switches[0].Ports[toH0.Index].Prio(lossless).Depth, toH0.Prio(lossless).Depth
+	if got == nil || got.Len() < 100 || !slices.Equal(got.Series().V, want.Series().V) || !slices.Equal(got.Series().T, want.Series().T) {
+		t.Fatalf("marked queue's series differs from the unmarked run's")
+	}
+
+	cfg := DefaultConfig()
+	cfg.Topology = Topology{Kind: Star, Hosts: 3}
+	cfg.Sampling.Interval = 10 * sim.Microsecond
+	cfg.Sampling.Queues = []string{"*", "nope->*/3"}
+	var qe *QueuePatternError
+	if _, err := New(sim.NewKernel(), cfg); !errors.As(err, &qe) || qe.Index != 1 || qe.Pattern != "nope->*/3" {
+		t.Fatalf("a pattern matching no queue: %v", err)
 	}
 }

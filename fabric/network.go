@@ -2,6 +2,10 @@ package fabric
 
 import (
 	"fmt"
+	"math/bits"
+	"path"
+	"strconv"
+	"strings"
 
 	"github.com/besim/besim/pfc"
 	"github.com/besim/besim/sim"
@@ -128,10 +132,16 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 		r.Attach(h)
 	}
 	if cfg.Sampling.Interval > 0 {
+		if err := n.markQueues(cfg.Sampling.Queues); err != nil {
+			return nil, err
+		}
 		n.sampler = sampler{net: n, interval: cfg.Sampling.Interval, cap: cfg.Sampling.Cap, first: k.Now() + cfg.Sampling.Interval}
 		k.After(cfg.Sampling.Interval, &n.sampler, 0)
 		for _, sw := range n.Switches {
 			for _, p := range sw.Ports {
+				if p.track == 0 {
+					continue
+				}
 				p.smp = &n.sampler
 				for _, c := range p.cls {
 					if c != nil {
@@ -142,6 +152,80 @@ func New(k *sim.Kernel, cfg Config) (*Network, error) {
 		}
 	}
 	return n, nil
+}
+
+// SampledQueues is the number of switch queues the sampler follows: every
+// port's eight with sampling on and no Sampling.Queues, none with it off.
+func (n *Network) SampledQueues() int {
+	c := 0
+	for _, sw := range n.Switches {
+		for _, p := range sw.Ports {
+			if p.smp != nil {
+				c += bits.OnesCount8(p.track)
+			}
+		}
+	}
+	return c
+}
+
+// QueueName names switch sw's egress queue of priority prio toward peer,
+// as series, tables and Sampling.Queues do: SWITCH->PEER/PRIO.
+func QueueName(sw, peer string, prio int) string {
+	return sw + "->" + peer + "/" + strconv.Itoa(prio)
+}
+
+// QueuePatternError is a Sampling.Queues pattern that matches no queue.
+type QueuePatternError struct {
+	Index   int // into Sampling.Queues
+	Pattern string
+	Example string // a queue name, for the message
+}
+
+func (e *QueuePatternError) Error() string {
+	return fmt.Sprintf("sampling queue pattern %q matches no switch queue (names are SWITCH->PEER/PRIO, e.g. %q)", e.Pattern, e.Example)
+}
+
+// markQueues sets each switch port's sampled priorities (Port.track): all
+// of them without patterns, else those whose QueueName a pattern matches,
+// and every priority of a port whose SWITCH->PEER a pattern without a '/'
+// matches (path.Match's * stops at a '/', so "*" alone would match no
+// queue name).
+func (n *Network) markQueues(patterns []string) error {
+	matched := make([]bool, len(patterns))
+	for _, sw := range n.Switches {
+		for _, p := range sw.Ports {
+			if len(patterns) == 0 {
+				p.track = 1<<NumPrio - 1
+				continue
+			}
+			port := sw.Name + "->" + n.NodeName(p.Peer)
+			for i, pat := range patterns {
+				if !strings.Contains(pat, "/") { // the port: every priority
+					if ok, _ := path.Match(pat, port); ok {
+						p.track, matched[i] = 1<<NumPrio-1, true
+					}
+					continue
+				}
+				for prio := range NumPrio {
+					if ok, _ := path.Match(pat, port+"/"+strconv.Itoa(prio)); ok { // QueueName
+						p.track |= 1 << prio
+						matched[i] = true
+					}
+				}
+			}
+		}
+	}
+	for i, ok := range matched {
+		if !ok {
+			e := &QueuePatternError{Index: i, Pattern: patterns[i], Example: "no switch has a port"}
+			if len(n.Switches) > 0 && len(n.Switches[0].Ports) > 0 {
+				sw := n.Switches[0]
+				e.Example = QueueName(sw.Name, n.NodeName(sw.Ports[0].Peer), 3)
+			}
+			return e
+		}
+	}
+	return nil
 }
 
 func (n *Network) connect(e edge) error {

@@ -77,6 +77,9 @@ type Port struct {
 	// Report). A queue not yet tracked (never held a frame) has seen ==
 	// untracked.
 	smp *sampler
+	// The priorities the sampler follows here (Sampling.Queues); smp is
+	// nil when none.
+	track uint8
 }
 
 // class is one priority's state at a port.
@@ -278,7 +281,7 @@ func (p *Port) releasePause(now sim.Time, prio int) {
 // c is the priority's state (p.class(prio)).
 func (p *Port) enqueue(now sim.Time, prio int, c *class, pkt *Packet) {
 	q := &c.q
-	if p.smp != nil {
+	if p.smp != nil && p.track>>prio&1 != 0 {
 		if c.st.MaxQueue == 0 {
 			c.seen = p.smp.ticks // sampled from the next tick on
 		} else {

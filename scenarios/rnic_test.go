@@ -119,6 +119,24 @@ func TestRNICErrors(t *testing.T) {
 		{"warmup after end", "", "warmup: 1ms", "warmup: 3ms",
 			`r.yaml:17: outputs.warmup: 3ms is not before the end of the scenario (duration 2ms)`},
 
+		// Series marks.
+		{"bad queue pattern", "", "warmup: 1ms", "warmup: 1ms, queues: [\"sw0->*/3\", \"sw0->h[1-\"]",
+			`r.yaml:17: outputs.queues[1]: "sw0->h[1-" is not a shell pattern (allowed: text with * ? [a-z], as Go's path.Match; names switch queues (SWITCH->PEER/PRIO))`},
+		{"empty flow pattern", "", "warmup: 1ms", "warmup: 1ms, flows: [\"\"]",
+			`r.yaml:17: outputs.flows[0]: "" is not a shell pattern (allowed: text with * ? [a-z], as Go's path.Match; names rc/ud flows)`},
+		{"no marks", "", "warmup: 1ms", "warmup: 1ms, queues: []",
+			`r.yaml:17: outputs.queues: empty (omit the key to record series auto's choice of switch queues (SWITCH->PEER/PRIO))`},
+		{"flow pattern matching no flow", "", "warmup: 1ms", "warmup: 1ms, flows: [a, b*]",
+			`r.yaml:17: outputs.flows[1]: "b*" matches no flow (the flows are named "a")`},
+		{"marks without series", "", "warmup: 1ms", "warmup: 1ms, series: none, flows: [a]",
+			`r.yaml:17: outputs.flows: marks rc/ud flows to record, but outputs.series is none (no sampling): remove one`},
+		{"queue marks with every queue", "", "warmup: 1ms", "warmup: 1ms, series: all, queues: [\"*\"]",
+			`r.yaml:17: outputs.queues: outputs.series all records every switch queue already: remove one`},
+		{"flow marks on raw hosts", rawFlowYAML, "", "}\noutputs: {flows: [w]",
+			`r.yaml:6: outputs.flows: only rc and ud flows (hosts.nic: rnic) record series`},
+		{"queue marks in a benchmark", benchYAML, "name: b\n", "name: b\noutputs: {queues: [\"*\"]}\n",
+			`r.yaml:2: outputs.queues: only a flow scenario (flows:) records series of marked switch queues (SWITCH->PEER/PRIO)`},
+
 		// Sections and transports that do not go together.
 		{"dcqcn without dcqcn", "", "cc: dcqcn", "cc: none",
 			`r.yaml:12: dcqcn: only used with rnic.cc: dcqcn (rnic.cc is none)`},

@@ -263,6 +263,21 @@ type Outputs struct {
 	// (mean and P99) and its hosts' registered memory every
 	// sample_interval (the paper's Figures 16 and 5).
 	Series SeriesMode `yaml:"series,omitempty"`
+	// Queues marks the switch queues a flow scenario records depth series
+	// of: shell patterns (* ? [a-z], Go's path.Match: * stops at a /) on
+	// queue names SWITCH->PEER/PRIO, as the series and the ports table name
+	// them, e.g. "leaf0->*/3"; a pattern without a / marks every priority
+	// of the ports SWITCH->PEER it matches, e.g. "edge0.0->h*". Only these
+	// queues are sampled, and each that held a frame gets a series, in
+	// place of series auto's deepest queues; a pattern that matches no
+	// queue is an error.
+	Queues []string `yaml:"queues,omitempty"`
+	// Flows marks the rc/ud flows a flow scenario records goodput (and
+	// DCQCN rate) series of: shell patterns on the flow names (a group's
+	// name, then .SRC-DST and #i as the flows table has them), in place of
+	// series auto's first 16 flows; a pattern that matches no flow is an
+	// error.
+	Flows []string `yaml:"flows,omitempty"`
 	// Warmup starts the measured interval of rc/ud flows (their goodput
 	// and the NIC counters' rates) this long after the run begins.
 	Warmup Duration `yaml:"warmup,omitempty"`

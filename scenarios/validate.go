@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"fmt"
+	pathpkg "path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -526,6 +528,66 @@ func (v *validator) outputs() {
 		least := (v.s.Duration + MaxSamples - 1) / MaxSamples
 		v.bad("outputs.sample_interval", "%s samples the %s run %d times (at most %d: use at least %s)", o.SampleInterval, v.s.Duration, int64(v.s.Duration/o.SampleInterval), MaxSamples, least)
 	}
+	v.marks("outputs.queues", o.Queues, "switch queues (SWITCH->PEER/PRIO)")
+	v.marks("outputs.flows", o.Flows, "rc/ud flows")
+}
+
+// marks checks a list of series marks (outputs.queues, outputs.flows) at
+// path: shell patterns, in a flow scenario that records series; flow
+// patterns must each name a flow (queue names exist only once the fabric
+// is built, which checks those).
+func (v *validator) marks(path string, patterns []string, what string) {
+	if len(patterns) == 0 {
+		if v.s.present(path) {
+			v.bad(path, "empty (omit the key to record series auto's choice of %s)", what)
+		}
+		return
+	}
+	s := v.s
+	switch {
+	case s.Benchmark != nil || s.Workload != nil:
+		v.bad(path, "only a flow scenario (flows:) records series of marked %s", what)
+		return
+	case s.Outputs.Series == SeriesNone:
+		v.bad(path, "marks %s to record, but outputs.series is none (no sampling): remove one", what)
+		return
+	case path == "outputs.queues" && s.Outputs.Series == SeriesAll:
+		v.bad(path, "outputs.series all records every switch queue already: remove one")
+		return
+	case path == "outputs.flows" && s.Hosts.NIC != RNICModel:
+		v.bad(path, "only rc and ud flows (hosts.nic: rnic) record series")
+		return
+	}
+	var names []string
+	if path == "outputs.flows" && len(v.errs) == 0 { // the flows are valid: their names exist
+		for _, fi := range s.ExpandFlows() {
+			names = append(names, fi.Name)
+		}
+	}
+	for i, p := range patterns {
+		if _, err := pathpkg.Match(p, ""); err != nil || p == "" {
+			v.bad(idx(path, i), "%q is not a shell pattern (allowed: text with * ? [a-z], as Go's path.Match; names %s)", p, what)
+			continue
+		}
+		if names != nil && !slices.ContainsFunc(names, func(n string) bool { ok, _ := pathpkg.Match(p, n); return ok }) {
+			v.bad(idx(path, i), "%q matches no flow (the flows are named %s)", p, examples(names, 3))
+		}
+	}
+}
+
+// examples lists the first n of names, quoted, and how many more there are.
+func examples(names []string, n int) string {
+	var b strings.Builder
+	for i, name := range names[:min(n, len(names))] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(name))
+	}
+	if len(names) > n {
+		fmt.Fprintf(&b, " and %d more", len(names)-n)
+	}
+	return b.String()
 }
 
 // ---- expansion ------------------------------------------------------------

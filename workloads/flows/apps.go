@@ -2,6 +2,8 @@ package flows
 
 import (
 	"fmt"
+	"path"
+	"slices"
 	"unsafe"
 
 	"github.com/besim/besim/experiment"
@@ -442,13 +444,14 @@ func (x *Sim) buildRNIC() error {
 	}
 	if iv := s.Outputs.SampleInterval.Time(); iv > 0 && s.Outputs.Series != scenarios.SeriesNone {
 		for i, f := range x.rflows {
-			if i == maxFlowSeries {
-				break
+			if !x.seriesOf(i, f) {
+				continue
 			}
 			f.series = &flowSeries{rx: pfc.NewSeries(fabric.DefaultSampleCap)}
 			if cfg.CC == rnic.CCDCQCN { // the rate series is a DCQCN figure only
 				f.series.rate = pfc.NewSeries(fabric.DefaultSampleCap)
 			}
+			x.sampled = append(x.sampled, f)
 		}
 		fs := &flowSampler{x: x, every: iv}
 		fs.id = x.Kernel.Register(fs)
@@ -457,8 +460,19 @@ func (x *Sim) buildRNIC() error {
 	return nil
 }
 
-// maxFlowSeries bounds the per-flow time series a result carries.
+// maxFlowSeries bounds the per-flow time series a result carries unless
+// outputs.flows marks the flows.
 const maxFlowSeries = 16
+
+// seriesOf reports whether flow i, f, gets time series: one outputs.flows
+// marks, or without marks one of the first maxFlowSeries.
+func (x *Sim) seriesOf(i int, f *rdmaFlow) bool {
+	marks := x.Scenario.Outputs.Flows
+	if len(marks) == 0 {
+		return i < maxFlowSeries
+	}
+	return slices.ContainsFunc(marks, func(p string) bool { ok, _ := path.Match(p, f.name); return ok })
+}
 
 // measureStart snapshots every flow's receiver bytes at outputs.warmup.
 type measureStart struct{ x *Sim }
@@ -478,10 +492,7 @@ type flowSampler struct {
 }
 
 func (s *flowSampler) OnEvent(now sim.Time, _ uint64) {
-	for _, f := range s.x.rflows {
-		if f.series == nil {
-			break
-		}
+	for _, f := range s.x.sampled {
 		if f.series.rate != nil {
 			f.series.rate.Sample(now, f.sqp.Rate().BitsPerSecond())
 		}

@@ -7,6 +7,7 @@
 package flows
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -28,7 +29,10 @@ type Sim struct {
 
 	hosts  []*rdmaHost // hosts.nic: rnic, by host index
 	rflows []*rdmaFlow // rc and ud flows, in ExpandFlows order
-	inj    *faults.Injector
+	// sampled are the rc/ud flows with time series (flowSeries), in
+	// ExpandFlows order.
+	sampled []*rdmaFlow
+	inj     *faults.Injector
 }
 
 func init() {
@@ -48,6 +52,9 @@ func Build(s *scenarios.Scenario) (*Sim, error) {
 	}
 	k := sim.NewKernel()
 	net, err := fabric.New(k, cfg)
+	if qe := (*fabric.QueuePatternError)(nil); errors.As(err, &qe) {
+		return nil, s.Errorf(fmt.Sprintf("outputs.queues[%d]", qe.Index), "%q matches no switch queue (they are named SWITCH->PEER/PRIO, e.g. %q)", qe.Pattern, qe.Example)
+	}
 	if err != nil {
 		return nil, s.Errorf("fabric", "%v", err)
 	}

@@ -3,6 +3,7 @@ package flows
 import (
 	"bytes"
 	"github.com/besim/besim/units"
+	"slices"
 	"strings"
 	"testing"
 
@@ -206,4 +207,59 @@ func TestSeriesModes(t *testing.T) {
 			t.Errorf("%s: auto %v, none %v (present %v)", k, v, w, ok)
 		}
 	}
+}
+
+// TestSeriesMarks runs pfc-incast with outputs.queues and outputs.flows
+// marking one queue of auto's choice, every priority of a port (a pattern
+// without /: of its eight, one held frames) and two flows: the result has
+// the marked queues that held a frame and the marked flows, each series as the unmarked run has it, and
+// every other figure but the queue figures after warmup is the unmarked
+// run's (marks choose what is recorded, not what happens).
+func TestSeriesMarks(t *testing.T) {
+	s, err := scenarios.Load("pfc-incast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	auto := wltest.Run(t, s)
+	series := func(r *report.Result) map[string]report.Series {
+		m := map[string]report.Series{}
+		for _, s := range r.Series {
+			m[s.Name] = s
+		}
+		return m
+	}
+	as := series(auto)
+	deepest := strings.TrimPrefix(auto.Series[0].Name, "queue/") // auto's deepest queue
+	port, _, _ := strings.Cut(deepest, "/")
+	sw, _, _ := strings.Cut(port, "->")
+	s.Outputs.Queues = []string{deepest, sw + "->h0"}
+	s.Outputs.Flows = []string{"incast.[25]-8"}
+	marked := wltest.Run(t, s)
+	ms := series(marked)
+	var names []string
+	for name := range ms {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	// sw->h0 holds the ACKs of the flow from host 0, at its priority.
+	want := []string{"flow/incast.2-8/goodput", "flow/incast.5-8/goodput", "queue/" + sw + "->h0/3", "queue/" + deepest}
+	if !slices.Equal(names, want) {
+		t.Fatalf("marked run's series %v, want %v", names, want)
+	}
+	for _, name := range []string{"queue/" + deepest, "flow/incast.2-8/goodput"} {
+		a, m := as[name], ms[name]
+		if !slices.Equal(a.T, m.T) || !slices.Equal(a.V, m.V) {
+			t.Errorf("%s: marked run's series differs from the unmarked run's", name)
+		}
+	}
+	ma, mm := wltest.Metrics(auto), wltest.Metrics(marked)
+	for k, v := range ma {
+		if !strings.HasSuffix(k, "_after_warmup") && mm[k] != v {
+			t.Errorf("%s: unmarked %v, marked %v", k, v, mm[k])
+		}
+	}
+	if q := mm["queue/max_after_warmup"]; q <= 0 || q > ma["queue/max_after_warmup"] {
+		t.Errorf("queue max after warmup: marked %v, unmarked %v", q, ma["queue/max_after_warmup"])
+	}
+	t.Logf("notes: %q", marked.Notes)
 }

@@ -46,7 +46,7 @@ func (x *Sim) Result() *report.Result {
 	// Only the maxSeries deepest queues' series are converted; the others
 	// stay compact (a queue is a candidate from its counters alone).
 	// A queue's key is formatted only for a row or a kept series.
-	key := func(sw, peer string, prio int) string { return fmt.Sprintf("%s->%s/%d", sw, peer, prio) }
+	key := fabric.QueueName
 	type depth struct {
 		sw, peer string
 		prio     int
@@ -70,9 +70,14 @@ func (x *Sim) Result() *report.Result {
 		}
 	}
 	slices.SortStableFunc(depths, func(a, b depth) int { return cmp.Compare(b.max, a.max) })
+	o := &x.Scenario.Outputs
 	keep := maxSeries
-	if x.Scenario.Outputs.Series == scenarios.SeriesAll {
+	if o.Series == scenarios.SeriesAll || len(o.Queues) > 0 {
 		keep = len(depths)
+	}
+	if len(o.Queues) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("outputs.queues marks %d switch queues, the only ones sampled (and the only ones in the queue figures after warmup); the %d that held a frame have a depth series",
+			x.Net.SampledQueues(), len(depths)))
 	}
 	for i := 0; i < len(depths) && i < keep; i++ {
 		d := depths[i]

@@ -161,11 +161,8 @@ func (x *Sim) rnicMetrics(r *report.Result, rep *fabric.Report) {
 		r.Add("queue/mean_after_warmup", qmean, "bytes")
 	}
 
-	for _, f := range x.rflows {
+	for _, f := range x.sampled {
 		fs := f.series
-		if fs == nil {
-			break
-		}
 		if fs.rate != nil { // DCQCN on
 			ser := report.Series{Name: "flow/" + f.name + "/rate", Unit: "Gbps"}
 			for i, at := range fs.rate.T {
@@ -199,7 +196,9 @@ func (x *Sim) rnicNotes(r *report.Result) {
 	} else {
 		r.Notes = append(r.Notes, "no congestion control (rnic.cc: none): every QP sends at line rate, so congestion is held back by PFC (lossless classes) or drops (lossy)")
 	}
-	if len(x.rflows) > maxFlowSeries {
+	if len(s.Outputs.Flows) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("time series kept for the %d of %d rc/ud flows outputs.flows marks", len(x.sampled), len(x.rflows)))
+	} else if len(x.rflows) > maxFlowSeries {
 		r.Notes = append(r.Notes, fmt.Sprintf("time series kept for the first %d of %d rc/ud flows", maxFlowSeries, len(x.rflows)))
 	}
 	for _, f := range x.rflows {
