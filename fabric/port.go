@@ -281,10 +281,12 @@ func (p *Port) releasePause(now sim.Time, prio int) {
 // c is the priority's state (p.class(prio)).
 func (p *Port) enqueue(now sim.Time, prio int, c *class, pkt *Packet) {
 	q := &c.q
-	if p.smp != nil && p.track>>prio&1 != 0 {
-		if c.st.MaxQueue == 0 {
-			c.seen = p.smp.ticks // sampled from the next tick on
-		} else {
+	if p.smp != nil {
+		if c.st.MaxQueue == 0 { // the first frame: a marked queue is sampled from the next tick on
+			if p.track>>prio&1 != 0 {
+				c.seen = p.smp.ticks
+			}
+		} else { // a queue not sampled stays untracked: syncClass does nothing
 			p.syncClass(c)
 		}
 	}
