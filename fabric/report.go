@@ -151,7 +151,7 @@ func (n *Network) Report() *Report {
 	t := &r.Totals
 	var prios []PrioReport
 	var ends []int
-	var fresh class // what an unused priority reads as
+	var fresh pfc.Ingress // what an unused priority's ingress group reads as
 	for _, f := range n.flows {
 		r.Flows = append(r.Flows, *f)
 	}
@@ -193,26 +193,27 @@ func (n *Network) Report() *Report {
 			pr := PortReport{Index: p.Index, Peer: p.Peer, PeerName: n.NodeName(p.Peer), Rate: p.rate, Headroom: p.headroom,
 				PFCFramesTx: txs.Frames, PFCFramesRx: rxs.Frames}
 			for i := 0; i < NumPrio; i++ {
-				// A priority that never carried a frame here reads as
-				// fresh state (zero counters, its thresholds).
 				c := p.cls[i]
-				if c == nil {
-					fresh = class{seen: untracked}
-					fresh.in.Init(n.thresholds(i, p.headroom), &sw.buf)
-					c = &fresh
-				}
-				p.syncClass(c)
 				q := PrioReport{
-					Prio: i, PrioCounters: p.Counters(i), Queued: c.q.Bytes,
+					Prio: i, PrioCounters: p.Counters(i),
 					PauseRx: rxs.Pauses[i], ResumeRx: rxs.Resumes[i], PausedTime: p.rx.PausedTime(now, i),
 					LongestPause: p.rx.LongestPause(now, i),
 					StormTrips:   rxs.StormTrips[i], StormRestores: rxs.StormRestores[i],
 					PauseTx: txs.Pauses[i], ResumeTx: txs.Resumes[i], XOFFEvents: txs.XOFF[i],
 					PauseAssertTime: p.tx.AssertedTime(now, i),
-					Ingress:         c.in.Stats, Depth: c.depth,
 				}
-				if c.in.Thresholds().Lossless {
-					q.XOFF, q.XON = c.in.XOFF(), c.in.XON()
+				if c != nil {
+					p.syncClass(c)
+					q.Queued, q.Ingress, q.Depth = c.q.Bytes, c.in.Stats, c.depth
+					if c.in.Thresholds().Lossless {
+						q.XOFF, q.XON = c.in.XOFF(), c.in.XON()
+					}
+				} else if th := n.thresholds(i, p.headroom); th.Lossless {
+					// A priority that never carried a frame here reads as
+					// a fresh ingress group: zero counters, the thresholds
+					// it would have now.
+					fresh.Init(th, &sw.buf)
+					q.XOFF, q.XON = fresh.XOFF(), fresh.XON()
 				}
 				if q == (PrioReport{Prio: i, XOFF: q.XOFF, XON: q.XON}) {
 					pr.IdleXOFF[i], pr.IdleXON[i] = q.XOFF, q.XON
@@ -235,8 +236,10 @@ func (n *Network) Report() *Report {
 				t.XOFFEvents += q.XOFFEvents
 				t.StormTrips += q.StormTrips
 				t.LongestPortPause = max(t.LongestPortPause, q.LongestPause)
-				t.QueuedPackets += int64(c.q.Len)
-				t.QueuedBytes += c.q.Bytes
+				if c != nil {
+					t.QueuedPackets += int64(c.q.Len)
+					t.QueuedBytes += c.q.Bytes
+				}
 				if q.HeadroomDrops > 0 {
 					r.Warnings = append(r.Warnings, fmt.Sprintf(
 						"HEADROOM OVERFLOW: %s port %d (from %s) priority %d dropped %d lossless frames (%d B): headroom %d B is too small for this link (max headroom used %d B); lossless classes must never drop",
