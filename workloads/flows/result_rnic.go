@@ -196,7 +196,9 @@ func (x *Sim) rnicNotes(r *report.Result) {
 	} else {
 		r.Notes = append(r.Notes, "no congestion control (rnic.cc: none): every QP sends at line rate, so congestion is held back by PFC (lossless classes) or drops (lossy)")
 	}
-	if len(s.Outputs.Flows) > 0 {
+	if s.Outputs.Series == scenarios.SeriesNone {
+		// no series, nothing kept
+	} else if len(s.Outputs.Flows) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("time series kept for the %d of %d rc/ud flows outputs.flows marks", len(x.sampled), len(x.rflows)))
 	} else if len(x.rflows) > maxFlowSeries {
 		r.Notes = append(r.Notes, fmt.Sprintf("time series kept for the first %d of %d rc/ud flows", maxFlowSeries, len(x.rflows)))
