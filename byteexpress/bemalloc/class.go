@@ -23,8 +23,14 @@ func classOf(size int) int {
 	if size <= linearMax {
 		return (size - 1) >> 4
 	}
-	k := bits.Len(uint(size - 1)) // 2^(k-1) < size <= 2^k, k >= 8
-	return linearClasses + (k-8)*4 + int((uint(size-1)-1<<(k-1))>>(k-3))
+	// With s = size-1 and b its top bit (2^b <= s < 2^(b+1), b >= 7),
+	// the class is the first of its power of two, linearClasses +
+	// 4(b-7), plus the two bits of s below the top one, (s >> (b-2)) - 4:
+	// one bit scan and one shift (the mask spares the compiler's code for
+	// shifts of 64 or more).
+	s := uint(size - 1)
+	b := bits.Len(s) - 1
+	return 4*b - 24 + int(s>>(uint(b-2)&63))
 }
 
 // classSize is the slot size of class c.

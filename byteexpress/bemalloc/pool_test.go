@@ -86,6 +86,17 @@ func TestSizeClasses(t *testing.T) {
 			t.Fatalf("size %d -> %d wastes more than 25%%", size, classSize(c))
 		}
 	}
+	// Larger spans (up to 1 GiB, classes up to 512 MiB): around every class
+	// boundary.
+	for c := numClasses(16); c < numClasses(30); c++ {
+		for size := classSize(c-1) + 1; size <= classSize(c); size += max(1, (classSize(c)-classSize(c-1))/7) {
+			for _, sz := range []int{size, classSize(c) - 1, classSize(c)} {
+				if got := classOf(sz); got != c {
+					t.Fatalf("classOf(%d) = %d, want %d", sz, got, c)
+				}
+			}
+		}
+	}
 }
 
 func TestDivMagic(t *testing.T) {
