@@ -114,12 +114,16 @@
 // always checks, and returns an error rather than panicking: ErrNotOwned for
 // an address that is not the start of an allocation of this pool,
 // ErrDoubleFree for a buffer that is not allocated (each span has an
-// allocation bitmap, updated with one atomic OR/AND, so the check is exact
-// unless the slot was reallocated in between, and is race-free for frees
-// from any goroutine; a large run has an allocated flag instead, which its
-// owner heap sets and clears with plain stores, so a double free of a
-// large buffer by its owner racing another goroutine's is a data race
-// that the race detector reports). Pool.InUse counts allocated buffers over all heaps,
+// allocation bitmap, which its owner heap sets and clears with plain
+// stores, and a bitmap of the slots freed by other goroutines and not yet
+// drained, which they set with one atomic OR, so the check is exact
+// unless the slot was reallocated in between; a large run has an
+// allocated flag instead, which its owner heap sets and clears with plain
+// stores and other goroutines clear with a CAS. A double free by the
+// owner racing another goroutine's free of the same buffer is not always
+// caught: for a large buffer it is a data race that the race detector
+// reports; for a slot one of the two frees may return nil, and the slot
+// is freed once). Pool.InUse counts allocated buffers over all heaps,
 // so higher layers can assert there is no leak at shutdown; Pool.Close
 // returns a *LeakError when buffers are still allocated, and keeps the
 // blocks that hold them mapped and registered.

@@ -15,3 +15,10 @@ func (e *head) ownerStore(s *span) { e.Store(s) }
 func (s *span) ownerSetCachedBy(h *Heap) {
 	atomic.StoreUintptr(&s.cachedBy, uintptr(unsafe.Pointer(h)))
 }
+
+// ownerLoad, ownerOr and ownerAndNot read and change a word of a span's
+// allocation bitmap (span.bits), which only the owner heap writes; other
+// goroutines read it atomically (see span.bits).
+func ownerLoad(w *atomic.Uint64) uint64      { return w.Load() }
+func ownerOr(w *atomic.Uint64, m uint64)     { w.Or(m) }
+func ownerAndNot(w *atomic.Uint64, m uint64) { w.And(^m) }

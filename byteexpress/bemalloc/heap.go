@@ -111,7 +111,7 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 	if s.used++; s.used == s.nslots {
 		h.unlink(s)
 	}
-	s.bits[idx>>6].Or(1 << (idx & 63))
+	ownerOr(&s.bits[idx>>6], 1<<(idx&63)) // a plain store (see span.bits)
 	h.live.add(1)
 	h.liveBytes.add(int64(s.size))
 	b := s.blk
@@ -122,7 +122,8 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 // back to its span at once; one allocated by another heap is pushed onto
 // that heap's deferred-free list with one CAS. It returns ErrDoubleFree if
 // b is not allocated and ErrNotOwned if b is not the start of an allocation
-// from this pool; the checks cost one atomic AND on an allocation bitmap.
+// from this pool; the checks cost two loads from a span's bitmaps on this
+// heap's own buffers and one atomic OR on another heap's (see span.bits).
 func (h *Heap) Deallocate(b Buf) error { return h.pool.free(b.addr, h) }
 
 // drainAllocate is Allocate when other goroutines have freed buffers of
@@ -195,11 +196,12 @@ func (h *Heap) refill(c int) (*span, error) {
 	s.size = p.classSize[c]
 	s.nslots = p.classSlots[c]
 	s.magic = p.classMagic[c]
-	if w := bitWords(s.nslots); len(s.bits) < w {
-		// The span's first class with this many slots: its allocation
-		// bitmap (all zero, every slot having been freed) grows once and
-		// is kept, so a span reused for the same classes allocates nothing.
-		s.bits = make([]atomic.Uint64, w)
+	if w := bitWords(s.nslots); len(s.bits) < 2*w {
+		// The span's first class with this many slots: its bitmaps (all
+		// zero, every slot having been freed and drained) grow once and
+		// are kept, so a span reused for the same classes allocates
+		// nothing.
+		s.bits = make([]atomic.Uint64, 2*w)
 	}
 	s.free, s.bump, s.used = noSlot, 0, 0
 	s.owner.Store(h)
@@ -442,7 +444,17 @@ func (h *Heap) drain() {
 		} else {
 			next = *(*uintptr)(ptrAt(addr))
 			idx, _ := bits.Mul64(uint64(addr-s.base), s.magic)
-			h.freeSlot(s, uint32(idx))
+			w, m := idx>>6, uint64(1)<<(idx&63)
+			// The allocation bit first, then the remote-free bit (see
+			// Pool.free). A slot found unallocated was also freed by this
+			// heap meanwhile, a double free racing the other goroutine's
+			// (not reported: one of the two frees returned nil), and is
+			// already on its span's free list.
+			if a := &s.bits[w]; ownerLoad(a)&m != 0 {
+				ownerAndNot(a, m)
+				h.freeSlot(s, uint32(idx))
+			}
+			s.bits[uint64(len(s.bits)/2)+w].And(^m)
 		}
 		addr = next
 	}

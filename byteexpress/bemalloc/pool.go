@@ -20,14 +20,15 @@ const (
 	refillBatch = 4
 )
 
-// bitWords is the length of the allocation bitmap of a span of n slots: one
-// bit per slot, at least a cache line (cross-heap frees set and clear bits
-// atomically; spans of different owners should not share a line). Spans
-// get their bitmap when they first serve a size class (Heap.refill), not
-// when their block is mapped: a block holding large runs or a few classes
-// of big slots keeps none or a few words instead of one bit per possible
-// 16-byte slot of every span (32 KiB a 4 MiB block).
-func bitWords(n uint32) int { return max(int(n+63)/64, 8) }
+// bitWords is the length of each of the two bitmaps of a span of n slots
+// (span.bits): one bit per slot, in whole cache lines (the owner writes
+// one, other goroutines the other, and spans of different owners should
+// not share a line). Spans get their bitmaps when they first serve a size
+// class (Heap.refill), not when their block is mapped: a block holding
+// large runs or a few classes of big slots keeps none or a few words
+// instead of one bit per possible 16-byte slot of every span (32 KiB a 4
+// MiB block).
+func bitWords(n uint32) int { return (int(n) + 511) / 512 * 8 }
 
 // span is a run of k contiguous spans of a block: a size-class span (k = 1)
 // carved into slots, or one large allocation (k spans). Span structs live in
@@ -38,7 +39,20 @@ func bitWords(n uint32) int { return max(int(n+63)/64, 8) }
 type span struct {
 	// Size-class state and the partial list's back link: the first 56
 	// bytes, which share a cache line with the previous span's blk.
-	magic  uint64 // divMagic(size)
+	magic uint64 // divMagic(size)
+	// bits is two bitmaps of bitWords(nslots) or more words each: the
+	// first half has a bit set for each allocated slot, the second for
+	// each slot freed by another goroutine and not yet drained by the
+	// owner. Only the owner writes the first half (Allocate sets, its own
+	// frees and the drain clear), outside the race detector with plain
+	// loads and stores (ownerOr, ownerAndNot in head_norace.go): an atomic
+	// OR or AND is a locked instruction on x86, which waits for the
+	// stores the goroutine has buffered, and on the fast paths those are
+	// the caller's stores to its cold buffers (issue 18: in Figure 4's
+	// small workload with two goroutines, the free's atomic AND was a
+	// fifth of the CPU time). Other goroutines read it atomically, and
+	// claim a slot they free with an atomic OR on the second half (a
+	// second free of it fails there), which the owner's drain clears.
 	bits   []atomic.Uint64
 	nslots uint32
 	free   uint32 // head of the intrusive free list, noSlot if empty
@@ -307,7 +321,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 		return Buf{}, false
 	}
 	idx, _ := bits.Mul64(uint64(addr-s.base), s.magic)
-	if idx >= uint64(s.nslots) || s.bits[idx>>6].Load()&(1<<(idx&63)) == 0 {
+	if w, m := idx>>6, uint64(1)<<(idx&63); idx >= uint64(s.nslots) || s.bits[w].Load()&m == 0 || s.bits[uint64(len(s.bits)/2)+w].Load()&m != 0 {
 		return Buf{}, false
 	}
 	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: int(s.size), lkey: blk.lkey, rkey: blk.rkey}, true
@@ -363,16 +377,32 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 	if idx >= uint64(s.nslots) || idx*uint64(s.size) != off {
 		return ErrNotOwned
 	}
-	m := uint64(1) << (idx & 63)
-	if s.bits[idx>>6].And(^m)&m == 0 {
-		return ErrDoubleFree
-	}
+	w, m := idx>>6, uint64(1)<<(idx&63)
 	o := s.owner.Load()
 	if o != h {
+		// Claim the slot in the remote-free bitmap, then check that it is
+		// allocated, in that order: the owner's drain clears the
+		// allocation bit before the remote-free bit, so a free that
+		// claims a slot just drained sees it unallocated.
+		r := &s.bits[uint64(len(s.bits)/2)+w]
+		if r.Or(m)&m != 0 {
+			return ErrDoubleFree // freed by another goroutine, not yet drained
+		}
+		if s.bits[w].Load()&m == 0 {
+			r.And(^m)
+			return ErrDoubleFree
+		}
 		p.countFree(h, s.size)
 		o.pushDeferred(addr)
 		return nil
 	}
+	// The owner's free: plain accesses to the allocation bitmap (see
+	// span.bits).
+	a := &s.bits[w]
+	if ownerLoad(a)&m == 0 || s.bits[uint64(len(s.bits)/2)+w].Load()&m != 0 {
+		return ErrDoubleFree
+	}
+	ownerAndNot(a, m)
 	h.live.add(-1)
 	h.liveBytes.add(-int64(s.size))
 	h.freeSlot(s, uint32(idx))

@@ -874,6 +874,20 @@ func TestErrors(t *testing.T) {
 	if err := other.Deallocate(b); !errors.Is(err, ErrDoubleFree) {
 		t.Errorf("double free of a deferred buffer: %v", err)
 	}
+	if err := h.Deallocate(b); !errors.Is(err, ErrDoubleFree) {
+		t.Errorf("owner's free of a deferred buffer: %v", err)
+	}
+	if _, ok := p.Find(b.Addr()); ok {
+		t.Error("Find finds a deferred buffer")
+	}
+	// The drain (at the next Allocate) frees it once: it is handed out
+	// again once, and freeing that is not a double free.
+	b2, b3 := mustAlloc(t, h, 64), mustAlloc(t, h, 64)
+	if b2.Addr() != b.Addr() || b3.Addr() == b.Addr() {
+		t.Errorf("after the drain: %#x, %#x; want %#x once", b2.Addr(), b3.Addr(), b.Addr())
+	}
+	mustFree(t, h, b2)
+	mustFree(t, h, b3)
 	var goBuf [32]byte
 	for name, x := range map[string]Buf{"zero Buf": {}, "Go memory": {addr: uintptr(unsafe.Pointer(&goBuf)), n: 32}} {
 		if err := h.Deallocate(x); !errors.Is(err, ErrNotOwned) {
@@ -1077,11 +1091,12 @@ func TestSpanBitmapsOnDemand(t *testing.T) {
 	}
 	tiny := mustAlloc(t, h, 16)
 	page := mustAlloc(t, h, 4096)
-	if n := len(spanOf(tiny).bits); n != tS/16/64 {
-		t.Errorf("16-byte class span: %d bitmap words, want %d", n, tS/16/64)
+	// Two bitmaps (allocated, freed by other goroutines) each.
+	if n := len(spanOf(tiny).bits); n != 2*tS/16/64 {
+		t.Errorf("16-byte class span: %d bitmap words, want %d", n, 2*tS/16/64)
 	}
-	if n := len(spanOf(page).bits); n != 8 {
-		t.Errorf("4 KiB class span (%d slots): %d bitmap words, want the 8-word minimum", tS/4096, n)
+	if n := len(spanOf(page).bits); n != 2*8 {
+		t.Errorf("4 KiB class span (%d slots): %d bitmap words, want twice the 8-word minimum", tS/4096, n)
 	}
 	s := spanOf(tiny)
 	mustFree(t, h, tiny)
