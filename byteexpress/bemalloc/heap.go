@@ -102,11 +102,14 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 		}
 	}
 	idx := s.free
+	var addr uintptr
 	if idx != noSlot {
-		s.free = *(*uint32)(ptrAt(s.base + uintptr(idx)*uintptr(s.size)))
+		addr = s.base + uintptr(idx)*uintptr(s.size)
+		s.free = *(*uint32)(ptrAt(addr))
 	} else {
 		idx = s.bump
 		s.bump++
+		addr = s.base + uintptr(idx)*uintptr(s.size)
 	}
 	if s.used++; s.used == s.nslots {
 		h.unlink(s)
@@ -115,7 +118,7 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 	h.live.add(1)
 	h.liveBytes.add(int64(s.size))
 	b := s.blk
-	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: size, lkey: b.lkey, rkey: b.rkey}, nil
+	return Buf{addr: addr, n: size, lkey: b.lkey, rkey: b.rkey}, nil
 }
 
 // Deallocate returns b to the pool. A buffer allocated by this heap goes
