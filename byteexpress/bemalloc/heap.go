@@ -114,7 +114,7 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 	if s.used++; s.used == s.nslots {
 		h.unlink(s)
 	}
-	ownerOr(&s.bits[idx>>6], 1<<(idx&63)) // a plain store (see span.bits)
+	ownerOr(bitWord(s.bits, uint64(idx>>6)), 1<<(idx&63)) // a plain store (see span.bits)
 	h.live.add(1)
 	h.liveBytes.add(int64(s.size))
 	b := s.blk
@@ -199,12 +199,13 @@ func (h *Heap) refill(c int) (*span, error) {
 	s.size = p.classSize[c]
 	s.nslots = p.classSlots[c]
 	s.magic = p.classMagic[c]
-	if w := bitWords(s.nslots); len(s.bits) < 2*w {
+	if w := bitWords(s.nslots); int(s.nbits) < w {
 		// The span's first class with this many slots: its bitmaps (all
 		// zero, every slot having been freed and drained) grow once and
 		// are kept, so a span reused for the same classes allocates
 		// nothing.
-		s.bits = make([]atomic.Uint64, 2*w)
+		b := make([]atomic.Uint64, 2*w)
+		s.bits, s.rbits, s.nbits = &b[0], &b[w], uint32(w)
 	}
 	s.free, s.bump, s.used = noSlot, 0, 0
 	s.owner.Store(h)
@@ -453,11 +454,11 @@ func (h *Heap) drain() {
 			// heap meanwhile, a double free racing the other goroutine's
 			// (not reported: one of the two frees returned nil), and is
 			// already on its span's free list.
-			if a := &s.bits[w]; ownerLoad(a)&m != 0 {
+			if a := bitWord(s.bits, w); ownerLoad(a)&m != 0 {
 				ownerAndNot(a, m)
 				h.freeSlot(s, uint32(idx))
 			}
-			s.bits[uint64(len(s.bits)/2)+w].And(^m)
+			bitWord(s.rbits, w).And(^m)
 		}
 		addr = next
 	}

@@ -21,7 +21,7 @@ const (
 )
 
 // bitWords is the length of each of the two bitmaps of a span of n slots
-// (span.bits): one bit per slot, in whole cache lines (the owner writes
+// (span.bits, span.rbits): one bit per slot, in whole cache lines (the owner writes
 // one, other goroutines the other, and spans of different owners should
 // not share a line). Spans get their bitmaps when they first serve a size
 // class (Heap.refill), not when their block is mapped: a block holding
@@ -40,25 +40,30 @@ type span struct {
 	// Size-class state and the partial list's back link: the first 56
 	// bytes, which share a cache line with the previous span's blk.
 	magic uint64 // divMagic(size)
-	// bits is two bitmaps of bitWords(nslots) or more words each: the
-	// first half has a bit set for each allocated slot, the second for
-	// each slot freed by another goroutine and not yet drained by the
-	// owner. Only the owner writes the first half (Allocate sets, its own
-	// frees and the drain clear), outside the race detector with plain
-	// loads and stores (ownerOr, ownerAndNot in head_norace.go): an atomic
-	// OR or AND is a locked instruction on x86, which waits for the
-	// stores the goroutine has buffered, and on the fast paths those are
-	// the caller's stores to its cold buffers (issue 18: in Figure 4's
-	// small workload with two goroutines, the free's atomic AND was a
-	// fifth of the CPU time). Other goroutines read it atomically, and
-	// claim a slot they free with an atomic OR on the second half (a
-	// second free of it fails there), which the owner's drain clears.
-	bits   []atomic.Uint64
-	nslots uint32
-	free   uint32 // head of the intrusive free list, noSlot if empty
-	bump   uint32 // slots [bump, nslots) were never handed out since init
-	used   uint32 // slots allocated and not yet freed back to the owner
-	prev   *span  // heap partial list (the cache's lists are singly linked)
+	// bits and rbits are the first words of two bitmaps of nbits words
+	// each (at least bitWords(nslots)), the halves of one slice: bits has
+	// a bit set for each allocated slot, rbits for each slot freed by
+	// another goroutine and not yet drained by the owner. Only the owner
+	// writes bits (Allocate sets, its own frees and the drain clear),
+	// outside the race detector with plain loads and stores (ownerOr,
+	// ownerAndNot in head_norace.go): an atomic OR or AND is a locked
+	// instruction on x86, which waits for the stores the goroutine has
+	// buffered, and on the fast paths those are the caller's stores to
+	// its cold buffers (issue 18: in Figure 4's small workload with two
+	// goroutines, the free's atomic AND was a fifth of the CPU time).
+	// Other goroutines read bits atomically, and claim a slot they free
+	// with an atomic OR on rbits (a second free of it fails there), which
+	// the owner's drain clears. They are pointers rather than slices (a
+	// word is reached with bitWord, without a bounds check: the slot
+	// index is checked against nslots) so that the first 56 bytes still
+	// hold the fields of a class span's allocation and free.
+	bits, rbits *atomic.Uint64
+	nbits       uint32
+	nslots      uint32
+	free        uint32 // head of the intrusive free list, noSlot if empty
+	bump        uint32 // slots [bump, nslots) were never handed out since init
+	used        uint32 // slots allocated and not yet freed back to the owner
+	prev        *span  // heap partial list (the cache's lists are singly linked)
 	// Bytes 56 to 119: what a large run's allocation, free (own or
 	// cross-heap), deferred drain, heap-cache push and pop, split and
 	// coalescing read and write. The spans array has pointers and is over 512 bytes, so the
@@ -101,6 +106,12 @@ type span struct {
 	// where a copy here took 8 bytes of the line).
 	blk *block
 	_   [8]byte
+}
+
+// bitWord returns word w of the bitmap that starts at b (span.bits,
+// span.rbits); w must be below span.nbits.
+func bitWord(b *atomic.Uint64, w uint64) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Add(unsafe.Pointer(b), w*8))
 }
 
 // isCachedBy reports whether s is a run in h's cache. It may be called on
@@ -321,7 +332,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 		return Buf{}, false
 	}
 	idx, _ := bits.Mul64(uint64(addr-s.base), s.magic)
-	if w, m := idx>>6, uint64(1)<<(idx&63); idx >= uint64(s.nslots) || s.bits[w].Load()&m == 0 || s.bits[uint64(len(s.bits)/2)+w].Load()&m != 0 {
+	if w, m := idx>>6, uint64(1)<<(idx&63); idx >= uint64(s.nslots) || bitWord(s.bits, w).Load()&m == 0 || bitWord(s.rbits, w).Load()&m != 0 {
 		return Buf{}, false
 	}
 	return Buf{addr: s.base + uintptr(idx)*uintptr(s.size), n: int(s.size), lkey: blk.lkey, rkey: blk.rkey}, true
@@ -384,11 +395,11 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 		// allocated, in that order: the owner's drain clears the
 		// allocation bit before the remote-free bit, so a free that
 		// claims a slot just drained sees it unallocated.
-		r := &s.bits[uint64(len(s.bits)/2)+w]
+		r := bitWord(s.rbits, w)
 		if r.Or(m)&m != 0 {
 			return ErrDoubleFree // freed by another goroutine, not yet drained
 		}
-		if s.bits[w].Load()&m == 0 {
+		if bitWord(s.bits, w).Load()&m == 0 {
 			r.And(^m)
 			return ErrDoubleFree
 		}
@@ -398,8 +409,8 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 	}
 	// The owner's free: plain accesses to the allocation bitmap (see
 	// span.bits).
-	a := &s.bits[w]
-	if ownerLoad(a)&m == 0 || s.bits[uint64(len(s.bits)/2)+w].Load()&m != 0 {
+	a := bitWord(s.bits, w)
+	if ownerLoad(a)&m == 0 || bitWord(s.rbits, w).Load()&m != 0 {
 		return ErrDoubleFree
 	}
 	ownerAndNot(a, m)

@@ -1091,12 +1091,11 @@ func TestSpanBitmapsOnDemand(t *testing.T) {
 	}
 	tiny := mustAlloc(t, h, 16)
 	page := mustAlloc(t, h, 4096)
-	// Two bitmaps (allocated, freed by other goroutines) each.
-	if n := len(spanOf(tiny).bits); n != 2*tS/16/64 {
-		t.Errorf("16-byte class span: %d bitmap words, want %d", n, 2*tS/16/64)
+	if n := spanOf(tiny).nbits; n != tS/16/64 {
+		t.Errorf("16-byte class span: %d bitmap words, want %d", n, tS/16/64)
 	}
-	if n := len(spanOf(page).bits); n != 2*8 {
-		t.Errorf("4 KiB class span (%d slots): %d bitmap words, want twice the 8-word minimum", tS/4096, n)
+	if n := spanOf(page).nbits; n != 8 {
+		t.Errorf("4 KiB class span (%d slots): %d bitmap words, want the 8-word minimum", tS/4096, n)
 	}
 	s := spanOf(tiny)
 	mustFree(t, h, tiny)
