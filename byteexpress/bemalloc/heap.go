@@ -217,6 +217,14 @@ func (h *Heap) refill(c int) (*span, error) {
 func (h *Heap) freeSlot(s *span, idx uint32) {
 	*(*uint32)(ptrAt(s.base + uintptr(idx)*uintptr(s.size))) = s.free
 	s.free = idx
+	h.slotFreed(s)
+}
+
+// slotFreed counts a slot pushed onto s's free list out of s.used, moving
+// s onto its class's partial list if it was full and giving it back if it
+// is now empty. The owner's free (Pool.free) does the common case, neither,
+// itself.
+func (h *Heap) slotFreed(s *span) {
 	if s.used == s.nslots {
 		h.push(s)
 	}

@@ -416,7 +416,15 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 	ownerAndNot(a, m)
 	h.live.add(-1)
 	h.liveBytes.add(-int64(s.size))
-	h.freeSlot(s, uint32(idx))
+	// freeSlot, with the common case (s neither full before nor empty
+	// after) inlined: the slot's address is addr.
+	*(*uint32)(ptrAt(addr)) = s.free
+	s.free = uint32(idx)
+	if u := s.used; u != s.nslots && u != 1 {
+		s.used = u - 1
+		return nil
+	}
+	h.slotFreed(s)
 	return nil
 }
 
