@@ -448,7 +448,7 @@ func (h *Heap) drain() {
 	p := h.pool
 	for addr := h.deferred.Swap(0); addr != 0; {
 		blk := p.radix.lookup(addr)
-		s := blk.heads[(addr-blk.base)>>(p.spanShift&63)].Load()
+		s := blk.headOf(addr, p.spanShift)
 		var next uintptr
 		if s.class == classLarge {
 			next = s.dnext

@@ -146,6 +146,14 @@ type block struct {
 	idx   int // in Pool.blocks
 }
 
+// headOf returns the run that covers addr, an address that the radix maps
+// to b, a block of spans (not a dedicated run): its span table entry,
+// without a bounds check (the address is inside the block).
+func (b *block) headOf(addr uintptr, spanShift uint) *span {
+	i := (addr - b.base) >> (spanShift & 63)
+	return (*head)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(b.heads)), i*unsafe.Sizeof(head{}))).Load()
+}
+
 type blockList struct {
 	head, tail *block
 	n          int
@@ -321,7 +329,7 @@ func (p *Pool) Find(addr uintptr) (Buf, bool) {
 		}
 		return Buf{}, false
 	}
-	s := blk.heads[(addr-blk.base)>>(p.spanShift&63)].Load()
+	s := blk.headOf(addr, p.spanShift)
 	if s == nil {
 		return Buf{}, false
 	}
@@ -353,7 +361,7 @@ func (p *Pool) free(addr uintptr, h *Heap) error {
 	if blk.huge {
 		return p.freeHuge(blk, addr)
 	}
-	s := blk.heads[(addr-blk.base)>>(p.spanShift&63)].Load()
+	s := blk.headOf(addr, p.spanShift)
 	if s == nil {
 		return ErrNotOwned
 	}
