@@ -3,6 +3,7 @@ package bemalloc
 import (
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Heap is a thread-local heap, the stand-in for one of rpmalloc's
@@ -59,6 +60,14 @@ func (p *Pool) newHeapLocked() *Heap {
 	return h
 }
 
+// listAt returns &l[i] without a bounds check, for the heads of a heap's
+// span lists (partial, cache) at an index that the caller's arguments
+// bound: a size class of a size up to maxSmall, a span count up to
+// nspans.
+func listAt(l []*span, i int) **span {
+	return (**span)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(l)), uintptr(i)*unsafe.Sizeof((*span)(nil))))
+}
+
 // Pool returns the pool the heap allocates from.
 func (h *Heap) Pool() *Pool { return h.pool }
 
@@ -82,7 +91,7 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 		if uint(size-1) < uint(p.maxRun) {
 			shift := p.spanShift & 63
 			k := (size + p.cfg.SpanSize - 1) >> shift
-			c := &h.cache[k]
+			c := listAt(h.cache, k) // k <= nspans: size <= BlockSize
 			if s := *c; s != nil && s.owner.Load() == h {
 				*c = s.next
 				s.next = nil
@@ -94,7 +103,7 @@ func (h *Heap) Allocate(size int) (Buf, error) {
 		return h.allocRun(size)
 	}
 	c := classOf(size)
-	s := h.partial[c]
+	s := *listAt(h.partial, c) // c < len(h.partial): size <= maxSmall
 	if s == nil {
 		var err error
 		if s, err = h.refill(c); err != nil {
@@ -260,8 +269,8 @@ func (h *Heap) unlink(s *span) {
 
 func (h *Heap) pushCache(s *span) {
 	k := s.k
-	c := &h.cache[k] // one bounds check
-	s.next = *c      // singly linked: prev is the partial list's
+	c := listAt(h.cache, int(k)) // a run has at most nspans spans
+	s.next = *c                  // singly linked: prev is the partial list's
 	*c = s
 	h.cached += int(k)
 	s.ownerSetCachedBy(h)
