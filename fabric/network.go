@@ -409,10 +409,12 @@ func (n *Network) Flows() []*FlowStats { return n.flows }
 func (n *Network) Run(until sim.Time) { n.K.RunUntil(until) }
 
 // sampler is the periodic queue-depth sampler: every Interval it records the
-// egress bytes of each switch queue that has ever held a frame, into a
-// bounded pfc.Compact per queue (created the first time the queue is seen
-// non-empty; 1-3 bytes a point, grown as points are kept, where a pfc.Series
-// point is 16 bytes allocated up front). It stops rescheduling once it is the only pending event.
+// egress bytes of each sampled switch queue that has ever held a frame, into
+// a pfc.Recorder per queue (created the first time the queue is seen
+// non-empty): the runs of ticks at one depth, a few bytes each, until they
+// would outgrow a full pfc.Compact (1-3 bytes a point, at most Cap points),
+// which the recorder then becomes; the Compact is built when a series is
+// read. It stops rescheduling once it is the only pending event.
 //
 // A tick costs O(1), not O(ports): it only counts itself. A queue's series
 // is written when its depth changes (Port.syncDepth), with one point per

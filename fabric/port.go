@@ -88,7 +88,7 @@ type class struct {
 	in      pfc.Ingress // ingress priority group
 	st      txCounters
 	deficit int64 // DWRR
-	depth   *pfc.Compact
+	depth   *pfc.Recorder
 	seen    int64 // sampler ticks written to depth
 }
 
@@ -163,7 +163,7 @@ func (p *Port) fillDepth(c *class) {
 	s := p.smp
 	seen := c.seen
 	if c.depth == nil {
-		c.depth = pfc.NewCompact(s.cap, s.first+sim.Time(seen)*s.interval, s.interval)
+		c.depth = pfc.NewRecorder(s.cap, s.first+sim.Time(seen)*s.interval, s.interval)
 	}
 	c.depth.AddN(s.ticks-seen, c.q.Bytes)
 	c.seen = s.ticks

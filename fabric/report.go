@@ -135,9 +135,9 @@ type PrioReport struct {
 	Ingress           pfc.IngressStats
 	XOFF, XON         int64 // thresholds in force now
 	// Depth is the sampled egress queue depth (nil without sampling or if the
-	// queue never held a frame), compact: Depth.Series() or Depth.Points()
-	// read it.
-	Depth *pfc.Compact
+	// queue never held a frame), recorded: Depth.Compact() builds its
+	// points (Points, Series, Fold).
+	Depth *pfc.Recorder
 }
 
 // Report gathers all counters now.

@@ -16,10 +16,10 @@ import (
 func TestQueuesAfterMatchesEveryQueue(t *testing.T) {
 	const dt = 10 * sim.Microsecond
 	queue := func(depths ...int64) fabric.PrioReport {
-		c := pfc.NewCompact(64, 0, dt)
+		c := pfc.NewRecorder(64, 0, dt)
 		var hw int64
 		for _, d := range depths {
-			c.Add(d)
+			c.AddN(1, d)
 			hw = max(hw, d)
 		}
 		return fabric.PrioReport{PrioCounters: fabric.PrioCounters{MaxQueue: hw}, Depth: c}
@@ -29,7 +29,7 @@ func TestQueuesAfterMatchesEveryQueue(t *testing.T) {
 	}
 	all := func(rep *fabric.Report, from sim.Time) (qmax int64, qmean float64) {
 		for _, q := range rep.Switches[0].Ports[0].Prios {
-			if n, hi, s := q.Depth.Fold(from); n > 0 {
+			if n, hi, s := q.Depth.Compact().Fold(from); n > 0 {
 				qmax, qmean = max(qmax, hi), max(qmean, s/float64(n))
 			}
 		}

@@ -51,7 +51,7 @@ func (x *Sim) Result() *report.Result {
 		sw, peer string
 		prio     int
 		max      int64
-		c        *pfc.Compact
+		c        *pfc.Recorder
 	}
 	var depths []depth
 	for _, sw := range rep.Switches {
@@ -82,7 +82,7 @@ func (x *Sim) Result() *report.Result {
 	for i := 0; i < len(depths) && i < keep; i++ {
 		d := depths[i]
 		ser := report.Series{Name: "queue/" + key(d.sw, d.peer, d.prio), Unit: "bytes"}
-		for t, v := range d.c.Points() {
+		for t, v := range d.c.Compact().Points() {
 			ser.T = append(ser.T, t.Seconds())
 			ser.V = append(ser.V, float64(v))
 		}

@@ -110,7 +110,7 @@ func queuesAfter(rep *fabric.Report, from sim.Time) (qmax int64, qmean float64) 
 				if q.Depth == nil || float64(q.MaxQueue) <= qmean {
 					continue
 				}
-				if n, hi, s := q.Depth.Fold(from); n > 0 {
+				if n, hi, s := q.Depth.Compact().Fold(from); n > 0 {
 					qmax = max(qmax, hi)
 					qmean = max(qmean, s/float64(n))
 				}
