@@ -501,14 +501,7 @@ func TestFigure4LargeStaysInHeapCaches(t *testing.T) {
 		perK = float64(p.heapVisits.Load()-v0) * 1000 / float64(2*n*heaps)
 		st = p.Stats()
 		for _, wk := range ws {
-			for _, x := range append(wk.slots, wk.inbox...) {
-				if !x.IsZero() {
-					if err := wk.h.Deallocate(x); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			wk.h.Close()
+			closeHeap(t, wk.h, wk.slots, wk.inbox)
 		}
 		closeClean(t, p, pd)
 		return perK, st
@@ -588,4 +581,20 @@ func TestFigure4ZeroAllocs(t *testing.T) {
 			closeClean(t, p, pd)
 		}
 	}
+}
+
+// closeHeap frees through h every buffer of lists still held (not zero)
+// and closes h.
+func closeHeap(t testing.TB, h *Heap, lists ...[]Buf) {
+	t.Helper()
+	for _, l := range lists {
+		for _, x := range l {
+			if !x.IsZero() {
+				if err := h.Deallocate(x); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	h.Close()
 }

@@ -117,14 +117,7 @@ func TestAllocatorDecisions(t *testing.T) {
 					}
 				}
 				for _, wk := range ws {
-					for _, x := range append(wk.slots, wk.inbox...) {
-						if !x.IsZero() {
-							if err := wk.h.Deallocate(x); err != nil {
-								t.Fatal(err)
-							}
-						}
-					}
-					wk.h.Close()
+					closeHeap(t, wk.h, wk.slots, wk.inbox)
 				}
 				st := p.Stats()
 				put(uint64(p.heapVisits.Load()))
