@@ -44,7 +44,8 @@ func (x *Sim) Result() *report.Result {
 		{Name: "paused", Unit: "us"}, {Name: "max queue", Unit: "KB"}, {Name: "max ingress", Unit: "KB"},
 	}}
 	// Only the maxSeries deepest queues' series are converted; the others
-	// stay compact (a queue is a candidate from its counters alone).
+	// stay recorded as runs (a queue is a candidate from its counters
+	// alone).
 	// A queue's key is formatted only for a row or a kept series.
 	key := fabric.QueueName
 	type depth struct {
@@ -76,7 +77,7 @@ func (x *Sim) Result() *report.Result {
 		keep = len(depths)
 	}
 	if len(o.Queues) > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("outputs.queues marks %d switch queues, the only ones sampled (and the only ones in the queue figures after warmup); the %d that held a frame have a depth series",
+		r.Notes = append(r.Notes, fmt.Sprintf("switch queues outputs.queues marks, the only ones sampled: %d; of them with a depth series (a frame held): %d",
 			x.Net.SampledQueues(), len(depths)))
 	}
 	for i := 0; i < len(depths) && i < keep; i++ {

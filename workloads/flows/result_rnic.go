@@ -159,6 +159,9 @@ func (x *Sim) rnicMetrics(r *report.Result, rep *fabric.Report) {
 	if x.Scenario.Outputs.Series != scenarios.SeriesNone { // no series, no figure (not a zero)
 		r.Add("queue/max_after_warmup", float64(qmax), "bytes")
 		r.Add("queue/mean_after_warmup", qmean, "bytes")
+		if len(x.Scenario.Outputs.Queues) > 0 {
+			r.Notes = append(r.Notes, "queue/max_after_warmup and queue/mean_after_warmup are over the queues outputs.queues marks")
+		}
 	}
 
 	for _, f := range x.sampled {
