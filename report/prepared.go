@@ -29,17 +29,51 @@ func (p *Prepared) series() *seriesText {
 	return p.text
 }
 
-// WriteJSON writes r as WriteJSON does.
-func (p *Prepared) WriteJSON(w io.Writer) error { return writeAppended(w, p.AppendJSON) }
+// WriteJSON writes r as WriteJSON does, handing w a part at a time.
+func (p *Prepared) WriteJSON(w io.Writer) error {
+	return writeSpilled(w, func(b []byte, s *sink) ([]byte, error) { return p.appendJSON(b, s) })
+}
 
-// writeAppended writes to w what app appends to an empty buffer.
-func writeAppended(w io.Writer, app func([]byte) ([]byte, error)) error {
-	b, err := app(nil)
+// sink takes the bytes a writer has appended whenever at least at are
+// buffered (WriteJSON, WriteSeriesCSV), so that a large result is never
+// whole in memory; a nil sink leaves everything in the buffer
+// (AppendJSON, AppendSeriesCSV).
+type sink struct {
+	w   io.Writer
+	at  int
+	err error // the first write's error; later spills write nothing
+}
+
+// spillAt is how many bytes WriteJSON and WriteSeriesCSV buffer.
+const spillAt = 64 << 10
+
+// spill hands b to the sink if it holds at least s.at bytes and returns
+// the emptied buffer; without a sink it makes room in b (roomy).
+func (s *sink) spill(b []byte) []byte {
+	if s == nil {
+		return roomy(b)
+	}
+	if len(b) < s.at {
+		return b
+	}
+	if s.err == nil {
+		_, s.err = s.w.Write(b)
+	}
+	return b[:0]
+}
+
+// writeSpilled writes to w what app appends, spilling through a sink, and
+// the rest at the end.
+func writeSpilled(w io.Writer, app func([]byte, *sink) ([]byte, error)) error {
+	s := &sink{w: w, at: spillAt}
+	b, err := app(make([]byte, 0, 2*spillAt), s)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(b)
-	return err
+	if s.err == nil {
+		_, s.err = w.Write(b)
+	}
+	return s.err
 }
 
 // AppendJSON appends the bytes WriteJSON writes to b: the top-level
@@ -52,7 +86,10 @@ func writeAppended(w io.Writer, app func([]byte) ([]byte, error)) error {
 // indented as a whole document with a prefix of n times two spaces). The
 // fields, their order and omitempty follow the tags of Result, Table and Row
 // (TestPreparedJSONAsEncoder holds them together).
-func (p *Prepared) AppendJSON(b []byte) ([]byte, error) {
+func (p *Prepared) AppendJSON(b []byte) ([]byte, error) { return p.appendJSON(b, nil) }
+
+// appendJSON is AppendJSON, spilling into s.
+func (p *Prepared) appendJSON(b []byte, s *sink) ([]byte, error) {
 	r := p.r
 	version, revision := r.ToolVersion, r.Revision
 	if version == "" && revision == "" {
@@ -74,13 +111,13 @@ func (p *Prepared) AppendJSON(b []byte) ([]byte, error) {
 	o.field("seed", r.Seed)
 	o.field("duration", r.Duration)
 	if o.key("metrics") {
-		o.b, o.err = appendMetrics(o.b, r.Metrics)
+		o.b, o.err = appendMetrics(o.b, s, r.Metrics)
 	}
 	if o.key("tables") {
-		o.b, o.err = appendTables(o.b, r.Tables)
+		o.b, o.err = appendTables(o.b, s, r.Tables)
 	}
 	if len(r.Series) > 0 && o.key("series") {
-		o.b, o.err = p.series().appendJSON(o.b, r.Series)
+		o.b, o.err = p.series().appendJSON(o.b, s, r.Series)
 	}
 	if len(r.Notes) > 0 {
 		o.field("notes", r.Notes)
@@ -145,7 +182,7 @@ func appendString(b []byte, s string) ([]byte, error) {
 // at depth d+1), as encoding/json indents one: null when isNil, [] when n
 // is 0, else each element as elem writes it after its comma and line
 // break.
-func appendList(b []byte, n int, isNil bool, d int, elem func(b []byte, i int) ([]byte, error)) ([]byte, error) {
+func appendList(b []byte, s *sink, n int, isNil bool, d int, elem func(b []byte, i int) ([]byte, error)) ([]byte, error) {
 	if isNil {
 		return append(b, "null"...), nil
 	}
@@ -155,7 +192,7 @@ func appendList(b []byte, n int, isNil bool, d int, elem func(b []byte, i int) (
 	b = append(b, '[')
 	var err error
 	for i := range n {
-		b = roomy(b)
+		b = s.spill(b)
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -186,8 +223,8 @@ func appendLine(b []byte, d int) []byte {
 
 // appendMetrics appends ms as the value of a top-level field, each metric
 // an object at depth 2, as encoding/json indents Metric.MarshalJSON's.
-func appendMetrics(b []byte, ms []Metric) ([]byte, error) {
-	return appendList(b, len(ms), ms == nil, 1, func(b []byte, i int) ([]byte, error) {
+func appendMetrics(b []byte, s *sink, ms []Metric) ([]byte, error) {
+	return appendList(b, s, len(ms), ms == nil, 1, func(b []byte, i int) ([]byte, error) {
 		m := &ms[i]
 		b = append(b, "{\n      \"name\": "...)
 		b, err := appendString(b, m.Name)
@@ -210,9 +247,9 @@ func appendMetrics(b []byte, ms []Metric) ([]byte, error) {
 // object at depth 2 (machine units, as Result.MarshalJSON has them), its
 // rows written directly as encoding/json indents Row.MarshalJSON's
 // objects: at depth 4, their values at depth 6, one a line.
-func appendTables(b []byte, ts []Table) ([]byte, error) {
+func appendTables(b []byte, s *sink, ts []Table) ([]byte, error) {
 	// Never null, as Result.MarshalJSON has it.
-	return appendList(b, len(ts), false, 1, func(b []byte, i int) ([]byte, error) {
+	return appendList(b, s, len(ts), false, 1, func(b []byte, i int) ([]byte, error) {
 		t := ts[i].machine()
 		o := object{b: append(b, '{'), indent: "\n      "}
 		o.field("name", t.Name)
@@ -223,7 +260,7 @@ func appendTables(b []byte, ts []Table) ([]byte, error) {
 		}
 		o.field("columns", t.Columns)
 		if o.key("rows") {
-			o.b, o.err = appendRows(o.b, t.Rows)
+			o.b, o.err = appendRows(o.b, s, t.Rows)
 		}
 		if o.err != nil {
 			return nil, o.err
@@ -233,8 +270,8 @@ func appendTables(b []byte, ts []Table) ([]byte, error) {
 }
 
 // appendRows appends rows as the value of a table's field (depth 3).
-func appendRows(b []byte, rows []Row) ([]byte, error) {
-	return appendList(b, len(rows), rows == nil, 3, func(b []byte, i int) ([]byte, error) {
+func appendRows(b []byte, s *sink, rows []Row) ([]byte, error) {
+	return appendList(b, s, len(rows), rows == nil, 3, func(b []byte, i int) ([]byte, error) {
 		row := &rows[i]
 		b = append(b, "{\n          \"key\": "...)
 		b, err := appendString(b, row.Key)
@@ -242,7 +279,7 @@ func appendRows(b []byte, rows []Row) ([]byte, error) {
 			return nil, err
 		}
 		b = append(b, ",\n          \"values\": "...)
-		b, _ = appendList(b, len(row.Values), row.Values == nil, 5, func(b []byte, j int) ([]byte, error) {
+		b, _ = appendList(b, s, len(row.Values), row.Values == nil, 5, func(b []byte, j int) ([]byte, error) {
 			return appendJSONNumber(b, row.Values[j]), nil
 		})
 		if row.Error != "" {
@@ -255,24 +292,33 @@ func appendRows(b []byte, rows []Row) ([]byte, error) {
 	})
 }
 
-// WriteSeriesCSV writes r's series as WriteSeriesCSV does.
-func (p *Prepared) WriteSeriesCSV(w io.Writer) error { return writeAppended(w, p.AppendSeriesCSV) }
+// WriteSeriesCSV writes r's series as WriteSeriesCSV does, handing w a
+// part at a time.
+func (p *Prepared) WriteSeriesCSV(w io.Writer) error { return writeSpilled(w, p.appendSeriesCSV) }
 
 // AppendSeriesCSV appends the bytes WriteSeriesCSV writes to b.
-func (p *Prepared) AppendSeriesCSV(b []byte) ([]byte, error) {
+func (p *Prepared) AppendSeriesCSV(b []byte) ([]byte, error) { return p.appendSeriesCSV(b, nil) }
+
+// appendSeriesCSV is AppendSeriesCSV, spilling into out.
+func (p *Prepared) appendSeriesCSV(b []byte, out *sink) ([]byte, error) {
 	st := p.series()
 	heads, size, err := p.seriesCSVHeads()
 	if err != nil {
 		return nil, err
 	}
-	// Grown once to its exact size: appending row by row grows a
-	// megabyte buffer by a quarter at a time, allocating about five times
-	// its size.
-	b = slices.Grow(b, size)
+	if out == nil {
+		// Grown once to its exact size: appending row by row grows a
+		// megabyte buffer by a quarter at a time, allocating about five
+		// times its size.
+		b = slices.Grow(b, size)
+	}
 	b = append(b, seriesCSVHeader...)
 	for k, s := range p.r.Series {
 		head := heads[k]
 		for i := range s.T {
+			if out != nil && len(b) >= out.at {
+				b = out.spill(b)
+			}
 			b = append(b, head...)
 			b = append(b, ',')
 			b = append(b, st.num(st.t[k]+i)...)
@@ -375,8 +421,8 @@ func sameBits(a, b []float64) bool {
 // result: each series an object at depth 2, its numbers at depth 4, one a
 // line, null for a missing one, as Series.MarshalJSON indented by
 // encoding/json.
-func (st *seriesText) appendJSON(b []byte, ss []Series) ([]byte, error) {
-	return appendList(b, len(ss), ss == nil, 1, func(b []byte, k int) ([]byte, error) {
+func (st *seriesText) appendJSON(b []byte, out *sink, ss []Series) ([]byte, error) {
+	return appendList(b, out, len(ss), ss == nil, 1, func(b []byte, k int) ([]byte, error) {
 		s := &ss[k]
 		b = append(b, "{\n      \"name\": "...)
 		b, err := appendString(b, s.Name)
@@ -390,17 +436,17 @@ func (st *seriesText) appendJSON(b []byte, ss []Series) ([]byte, error) {
 			}
 		}
 		b = append(b, ",\n      \"t\": "...)
-		b = st.appendArray(b, s.T, st.t[k])
+		b = st.appendArray(b, out, s.T, st.t[k])
 		b = append(b, ",\n      \"v\": "...)
-		b = st.appendArray(b, s.V, st.v[k])
+		b = st.appendArray(b, out, s.V, st.v[k])
 		return append(b, "\n    }"...), nil
 	})
 }
 
 // appendArray appends xs, whose first number is first, as an array at
 // depth 3 with its elements at depth 4 ("[]" when empty, null when nil).
-func (st *seriesText) appendArray(b []byte, xs []float64, first int) []byte {
-	b, _ = appendList(b, len(xs), xs == nil, 3, func(b []byte, i int) ([]byte, error) {
+func (st *seriesText) appendArray(b []byte, out *sink, xs []float64, first int) []byte {
+	b, _ = appendList(b, out, len(xs), xs == nil, 3, func(b []byte, i int) ([]byte, error) {
 		if t := st.num(first + i); len(t) > 0 {
 			return append(b, t...), nil
 		}

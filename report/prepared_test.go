@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -181,4 +182,69 @@ func TestSeriesCSVSize(t *testing.T) {
 			t.Errorf("%d series: wrote %d bytes, sized %d", len(ss), len(b), size)
 		}
 	}
+}
+
+// TestPreparedSpills checks that the streaming writers give the bytes the
+// appending ones do, spilling after every list element (at: 1) and every
+// 200 bytes, for a full result and one with large series; and that a
+// writer's error is returned.
+func TestPreparedSpills(t *testing.T) {
+	big := fullResult()
+	for k := range 3 {
+		s := Series{Name: "big", Unit: "bytes"}
+		for i := range 50_000 {
+			s.T = append(s.T, float64(i)*1e-5)
+			s.V = append(s.V, float64((i*7+k)%1500))
+		}
+		big.Series = append(big.Series, s)
+	}
+	for _, r := range []*Result{fullResult(), big} {
+		p := r.Prepare()
+		wantJSON, err := p.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCSV, err := p.AppendSeriesCSV(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range []int{1, 200, spillAt} {
+			var js, cs bytes.Buffer
+			s := &sink{w: &js, at: at}
+			b, err := p.appendJSON(nil, s)
+			js.Write(b)
+			if err != nil || s.err != nil || !bytes.Equal(js.Bytes(), wantJSON) {
+				t.Fatalf("spilling every %d bytes: JSON differs (%v, %v)", at, err, s.err)
+			}
+			s = &sink{w: &cs, at: at}
+			b, err = p.appendSeriesCSV(nil, s)
+			cs.Write(b)
+			if err != nil || s.err != nil || !bytes.Equal(cs.Bytes(), wantCSV) {
+				t.Fatalf("spilling every %d bytes: CSV differs (%v, %v)", at, err, s.err)
+			}
+		}
+		var js bytes.Buffer
+		if err := p.WriteJSON(&js); err != nil || !bytes.Equal(js.Bytes(), wantJSON) {
+			t.Fatalf("WriteJSON differs from AppendJSON (%v)", err)
+		}
+	}
+	for _, n := range []int{0, 100_000} {
+		if err := big.Prepare().WriteJSON(&failAfter{n: n}); err == nil {
+			t.Fatalf("JSON: the error of a writer failing after %d bytes was not returned", n)
+		}
+		if err := big.Prepare().WriteSeriesCSV(&failAfter{n: n}); err == nil {
+			t.Fatalf("CSV: the error of a writer failing after %d bytes was not returned", n)
+		}
+	}
+}
+
+// failAfter fails every write once it has taken n bytes.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(b []byte) (int, error) {
+	if len(b) > f.n {
+		return 0, errors.New("disk full")
+	}
+	f.n -= len(b)
+	return len(b), nil
 }
