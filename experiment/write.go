@@ -18,13 +18,11 @@ import (
 // stale once the run is replaced) is refused, not replaced.
 func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) {
 	var files []fileio.File
-	p := r.Prepare() // the series' numbers formatted once for both files
+	// The series' numbers formatted once for both files, each file
+	// written a part at a time, never whole in memory.
+	p := r.Prepare()
 	if o.JSON == nil || *o.JSON {
-		b, err := p.AppendJSON(nil)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, fileio.File{Name: "result.json", Data: b})
+		files = append(files, fileio.File{Name: "result.json", Write: p.WriteJSON})
 	}
 	if o.CSV == nil || *o.CSV {
 		for i := range r.Tables {
@@ -37,11 +35,7 @@ func Write(r *report.Result, dir string, o scenarios.Outputs) ([]string, error) 
 			files = append(files, fileio.File{Name: name + ".csv", Data: b.Bytes()})
 		}
 		if len(r.Series) > 0 {
-			b, err := p.AppendSeriesCSV(nil)
-			if err != nil {
-				return nil, err
-			}
-			files = append(files, fileio.File{Name: "series.csv", Data: b})
+			files = append(files, fileio.File{Name: "series.csv", Write: p.WriteSeriesCSV})
 		}
 	}
 	return fileio.WriteDir(dir, files, ".json", ".csv", ".md", ".png", ".svg")

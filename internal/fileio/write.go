@@ -3,6 +3,7 @@ package fileio
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,10 +11,13 @@ import (
 )
 
 // File is one output file: its name (for WriteDir a plain file name, for
-// WriteFiles a path) and its whole contents.
+// WriteFiles a path) and its whole contents, Data, or the function that
+// writes them, Write (then Data is not used): a large file goes to disk a
+// part at a time instead of whole in memory.
 type File struct {
-	Name string
-	Data []byte
+	Name  string
+	Data  []byte
+	Write func(w io.Writer) error
 }
 
 // WriteDir makes the folder dir hold exactly files and returns their
@@ -77,7 +81,7 @@ func WriteDir(dir string, files []File, earlier ...string) ([]string, error) {
 		return nil, fmt.Errorf("output folder: %w", err)
 	}
 	for _, f := range files {
-		if err := writeSynced(filepath.Join(tmp, f.Name), f.Data); err != nil {
+		if err := writeSynced(filepath.Join(tmp, f.Name), f.contents); err != nil {
 			return nil, fmt.Errorf("output folder %s: %w", dir, err)
 		}
 	}
@@ -156,7 +160,7 @@ func WriteFiles(files []File) ([]string, error) {
 		}
 		t.Close()
 		tmps = append(tmps, t.Name())
-		if err := writeSynced(t.Name(), f.Data); err != nil {
+		if err := writeSynced(t.Name(), f.contents); err != nil {
 			cleanup()
 			return nil, err
 		}
@@ -177,8 +181,17 @@ func WriteFiles(files []File) ([]string, error) {
 // failWrite, when set by a test, makes writeSynced fail for a path.
 var failWrite func(path string) error
 
-// writeSynced writes data to path (mode 0644) and syncs it.
-func writeSynced(path string, data []byte) error {
+// contents writes f's contents to w.
+func (f File) contents(w io.Writer) error {
+	if f.Write != nil {
+		return f.Write(w)
+	}
+	_, err := w.Write(f.Data)
+	return err
+}
+
+// writeSynced writes what write writes to path (mode 0644) and syncs it.
+func writeSynced(path string, write func(io.Writer) error) error {
 	if failWrite != nil {
 		if err := failWrite(path); err != nil {
 			return err
@@ -188,7 +201,7 @@ func writeSynced(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

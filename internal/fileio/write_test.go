@@ -2,6 +2,8 @@ package fileio
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,11 +30,11 @@ func names(t *testing.T, dir string) []string {
 func TestWriteDirReplaces(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "out", "run")
-	if _, err := WriteDir(dir, []File{{"result.json", []byte("1")}, {"old.csv", []byte("a")}}, ".json", ".csv"); err != nil {
+	if _, err := WriteDir(dir, []File{{Name: "result.json", Data: []byte("1")}, {Name: "old.csv", Data: []byte("a")}}, ".json", ".csv"); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "plot.png"), []byte("png"), 0o644)
-	paths, err := WriteDir(dir, []File{{"result.json", []byte("2")}, {"new.csv", []byte("b")}}, ".json", ".csv", ".png")
+	paths, err := WriteDir(dir, []File{{Name: "result.json", Data: []byte("2")}, {Name: "new.csv", Data: []byte("b")}}, ".json", ".csv", ".png")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestWriteDirReplaces(t *testing.T) {
 func TestWriteDirFailureKeepsEarlier(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "run")
-	if _, err := WriteDir(dir, []File{{"result.json", []byte("old")}, {"a.csv", []byte("old")}}); err != nil {
+	if _, err := WriteDir(dir, []File{{Name: "result.json", Data: []byte("old")}, {Name: "a.csv", Data: []byte("old")}}); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("disk full")
@@ -66,7 +68,7 @@ func TestWriteDirFailureKeepsEarlier(t *testing.T) {
 		return nil
 	}
 	defer func() { failWrite = nil }()
-	_, err := WriteDir(dir, []File{{"result.json", []byte("new")}, {"b.csv", []byte("new")}})
+	_, err := WriteDir(dir, []File{{Name: "result.json", Data: []byte("new")}, {Name: "b.csv", Data: []byte("new")}})
 	if !errors.Is(err, boom) {
 		t.Fatalf("err %v", err)
 	}
@@ -86,21 +88,21 @@ func TestWriteDirFailureKeepsEarlier(t *testing.T) {
 func TestWriteDirRefusesForeignFolders(t *testing.T) {
 	home := t.TempDir()
 	os.WriteFile(filepath.Join(home, "notes.txt"), []byte("mine"), 0o644)
-	if _, err := WriteDir(home, []File{{"result.json", nil}}, ".json", ".csv"); err == nil || !strings.Contains(err.Error(), "holds notes.txt, which is not an earlier output") {
+	if _, err := WriteDir(home, []File{{Name: "result.json", Data: nil}}, ".json", ".csv"); err == nil || !strings.Contains(err.Error(), "holds notes.txt, which is not an earlier output") {
 		t.Errorf("foreign file: %v", err)
 	}
 	sub := t.TempDir()
 	os.Mkdir(filepath.Join(sub, "x.json"), 0o755)
-	if _, err := WriteDir(sub, []File{{"result.json", nil}}); err == nil || !strings.Contains(err.Error(), "x.json") {
+	if _, err := WriteDir(sub, []File{{Name: "result.json", Data: nil}}); err == nil || !strings.Contains(err.Error(), "x.json") {
 		t.Errorf("subfolder: %v", err)
 	}
 	f := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(f, nil, 0o644)
-	if _, err := WriteDir(f, []File{{"result.json", nil}}); err == nil || !strings.Contains(err.Error(), "not a folder") {
+	if _, err := WriteDir(f, []File{{Name: "result.json", Data: nil}}); err == nil || !strings.Contains(err.Error(), "not a folder") {
 		t.Errorf("file: %v", err)
 	}
 	for _, bad := range []string{"../x.json", "a/b.json", ".hidden", ""} {
-		if _, err := WriteDir(filepath.Join(t.TempDir(), "o"), []File{{bad, nil}}); err == nil {
+		if _, err := WriteDir(filepath.Join(t.TempDir(), "o"), []File{{Name: bad, Data: nil}}); err == nil {
 			t.Errorf("name %q accepted", bad)
 		}
 	}
@@ -114,7 +116,7 @@ func TestWriteDirRefusesForeignFolders(t *testing.T) {
 func TestWriteFiles(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "s.json"), filepath.Join(dir, "s.csv")
-	if _, err := WriteFiles([]File{{a, []byte("1")}, {b, []byte("1")}}); err != nil {
+	if _, err := WriteFiles([]File{{Name: a, Data: []byte("1")}, {Name: b, Data: []byte("1")}}); err != nil {
 		t.Fatal(err)
 	}
 	failWrite = func(p string) error {
@@ -123,7 +125,7 @@ func TestWriteFiles(t *testing.T) {
 		}
 		return nil
 	}
-	_, err := WriteFiles([]File{{a, []byte("2")}, {b, []byte("2")}})
+	_, err := WriteFiles([]File{{Name: a, Data: []byte("2")}, {Name: b, Data: []byte("2")}})
 	failWrite = nil
 	if err == nil {
 		t.Fatal("no error")
@@ -156,5 +158,39 @@ func TestCheckWritable(t *testing.T) {
 	}
 	if got := names(t, dir); !slices.Equal(got, []string{"f.json", "new"}) {
 		t.Errorf("left behind: %v", got)
+	}
+}
+
+// TestWriteDirStreamed: a File with Write is written by it, in parts; a
+// Write that fails after writing some leaves the earlier output as it was
+// and nothing of the new one.
+func TestWriteDirStreamed(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "run")
+	parts := func(fail error) func(w io.Writer) error {
+		return func(w io.Writer) error {
+			for i := range 3 {
+				if _, err := fmt.Fprintf(w, "part %d\n", i); err != nil {
+					return err
+				}
+			}
+			return fail
+		}
+	}
+	if _, err := WriteDir(dir, []File{{Name: "result.json", Write: parts(nil)}, {Name: "a.csv", Data: []byte("old")}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "result.json")); string(b) != "part 0\npart 1\npart 2\n" {
+		t.Fatalf("result.json = %q", b)
+	}
+	boom := errors.New("cannot encode")
+	if _, err := WriteDir(dir, []File{{Name: "result.json", Write: parts(boom)}, {Name: "b.csv", Data: []byte("new")}}); !errors.Is(err, boom) {
+		t.Fatalf("err %v", err)
+	}
+	if got := names(t, dir); !slices.Equal(got, []string{"a.csv", "result.json"}) {
+		t.Errorf("folder holds %v", got)
+	}
+	if got := names(t, parent); !slices.Equal(got, []string{"run"}) {
+		t.Errorf("left beside the folder: %v", got)
 	}
 }
