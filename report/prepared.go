@@ -30,9 +30,7 @@ func (p *Prepared) series() *seriesText {
 }
 
 // WriteJSON writes r as WriteJSON does, handing w a part at a time.
-func (p *Prepared) WriteJSON(w io.Writer) error {
-	return writeSpilled(w, func(b []byte, s *sink) ([]byte, error) { return p.appendJSON(b, s) })
-}
+func (p *Prepared) WriteJSON(w io.Writer) error { return writeSpilled(w, p.appendJSON) }
 
 // sink takes the bytes a writer has appended whenever at least at are
 // buffered (WriteJSON, WriteSeriesCSV), so that a large result is never
@@ -316,7 +314,7 @@ func (p *Prepared) appendSeriesCSV(b []byte, out *sink) ([]byte, error) {
 	for k, s := range p.r.Series {
 		head := heads[k]
 		for i := range s.T {
-			if out != nil && len(b) >= out.at {
+			if out != nil {
 				b = out.spill(b)
 			}
 			b = append(b, head...)
