@@ -24,6 +24,7 @@ out=results/fig4
 mkdir -p "$out"
 if [ "${1:-}" != "--report" ]; then
 	bench='^BenchmarkAlloc$'
+	trap 'rm -f "$out/bench.txt.tmp" "$out/bemalloc.test"' EXIT # a failed measurement leaves nothing behind
 	args="-test.run ^\$ -test.bench $bench -test.benchtime ${BENCHTIME:-1s} -test.count ${COUNT:-1}"
 	{
 		echo "# command: go test -run '^\$' -bench '$bench' -benchtime ${BENCHTIME:-1s} -count ${COUNT:-1} ./byteexpress/bemalloc"

@@ -46,7 +46,7 @@ run)
 	summary="$out/summary.txt"
 	: >"$summary"
 	note() { echo "$*" | tee -a "$summary"; }
-	count() { [ -f "$2" ] && grep -c -- "$1" "$2" || true; } # lines of file $2 matching $1 (0 when none)
+	count() { if [ -f "$2" ]; then grep -c -- "$1" "$2" || true; else echo 0; fi; } # lines of file $2 matching $1
 	note "revision $(cat "$bin/revision"), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
 	{
