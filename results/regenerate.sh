@@ -10,9 +10,10 @@ set -eu
 # The production-scale runs (results/production, paper Tables 5-7) took
 # about 1.5-2 hours on a loaded 2-core machine when last rerun (2026-12-05;
 # the 1 s TCP training run 15 minutes, the wide TCP run 17; at most 7.7 GB
-# resident): run this script with PRODUCTION=1 to include them. Their
-# RDMA half (inference, inference-spines and the four training-rdma
-# files) took about 15 minutes on an idle 2-core machine on 2026-12-07.
+# resident): run this script with PRODUCTION=1 to include them. On
+# 2026-12-07, on an idle 2-core machine, their RDMA half (inference,
+# inference-spines and the four training-rdma files) took about 15
+# minutes and the three TCP runs 378, 584 and 31 s (two at a time).
 # Rerun them after any change that can move a long run and not a short
 # one, such as an allocation-policy change of bemalloc (its
 # TestAllocatorDecisions says so): the default part does not show it.
