@@ -201,6 +201,12 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 	go run ./cmd/besim sweep -q -jobs 1 --set workload.trainer_shards=124 --set duration=30ms --set workload.warmup=5ms \
 		--set workload.window=none,16KiB,8KiB,4KiB --metrics "$W,pfc/frames_tx,pfc/frames_tx_interval,pfc/host_paused_interval,pfc/longest_pause_host,pfc/longest_pause_switch,pfc/storm_trips,rnic/naks,fabric/ecn_marks" \
 		-o results/production/training-rdma-wide.json training
+	# The same over four seeds (seed 1 is the run above, row for row):
+	# which of its differences hold beyond one run (~6 minutes on 2 cores,
+	# 3.6 GB, two simulations at a time).
+	go run ./cmd/besim sweep -q -jobs 2 --replications 4 --set workload.trainer_shards=124 --set duration=30ms --set workload.warmup=5ms \
+		--set workload.window=none,16KiB,8KiB,4KiB --metrics "$W,pfc/frames_tx_interval,pfc/host_paused_interval,pfc/longest_pause_host,pfc/longest_pause_switch" \
+		-o results/production/training-rdma-wide-seeds.json training
 	# The same, hardware-only and the 4 KiB window, over a 100 ms interval
 	# (~9 minutes, 5.5 GB in the 2026-12-05 rerun): is the tail stationary, and does any pause last
 	# long enough for a storm watchdog (100 ms) to drop frames?
