@@ -4,8 +4,8 @@
 # one `besim run` (or `besim sweep`) of an embedded scenario, deterministic
 # (same scenario and seed, byte-identical JSON and CSVs). The whole script
 # takes about 4 minutes on 2 cores (217 s wall, 290 CPU-s, measured
-# 2026-12-05 at a load average of 4-7), most of it the three Table 4
-# searches.
+# 2026-12-05 at a load average of 4-7), most of it the Table 4 searches;
+# the seed search added on 2026-12-07 takes 40 s more.
 set -eu
 # The production-scale runs (results/production, paper Tables 5-7) took
 # about 1.5-2 hours on a loaded 2-core machine when last rerun (2026-12-05;
