@@ -183,6 +183,10 @@ if [ "${PRODUCTION:-0}" = 1 ]; then
 	T="push/count,push/p50,push/p99,push/incomplete,iteration/count,fetch_phase/p50,fetch_phase/p99,push_phase/p50,push_phase/p99,$C"
 	go run ./cmd/besim sweep -q -jobs 2 --set workload.rate=2000,5000,10000 --set workload.transport=rdma,tcp \
 		--metrics "user/count,user/p50,user/p99,user/dropped,$C,tcp/loss,tcp/timeouts" -o results/production/inference.json inference
+	# Tables 5 and 6's matched-load rows with seeds 2, 3 and 4 (seed 1 is
+	# the run above; about 1 minute)
+	go run ./cmd/besim sweep -q -jobs 2 --set seed=2,3,4 --set workload.rate=2000,5000 --set workload.transport=rdma,tcp \
+		--metrics "user/count,user/p50,user/p99,user/dropped,$C,tcp/loss,tcp/timeouts" -o results/production/inference-seeds.json inference
 	# The inference fabric's oversubscription (issue 17): one spine with
 	# 400 Gbps uplinks (2:1, as inference.yaml ships) against two
 	# (non-blocking), at the 10,000 requests/s row (~5 minutes, 4.7 GB in the 2026-12-05 rerun).
