@@ -198,7 +198,8 @@ func (n *Network) markQueues(patterns []string) error {
 				p.track = 1<<NumPrio - 1
 				continue
 			}
-			port := sw.Name + "->" + n.NodeName(p.Peer)
+			peer := n.NodeName(p.Peer)
+			port := sw.Name + "->" + peer
 			for i, pat := range patterns {
 				if !strings.Contains(pat, "/") { // the port: every priority
 					if ok, _ := path.Match(pat, port); ok {
@@ -207,7 +208,7 @@ func (n *Network) markQueues(patterns []string) error {
 					continue
 				}
 				for prio := range NumPrio {
-					if ok, _ := path.Match(pat, port+"/"+strconv.Itoa(prio)); ok { // QueueName
+					if ok, _ := path.Match(pat, QueueName(sw.Name, peer, prio)); ok {
 						p.track |= 1 << prio
 						matched[i] = true
 					}
