@@ -130,7 +130,7 @@ func Reduce(r *report.Result, cfg *Config, res *Result) {
 		for _, p := range sw.Ports {
 			for _, q := range p.Prios {
 				if q.PauseTx+q.PauseRx > 0 {
-					ports.AddRow(fmt.Sprintf("%s->%s/%d", sw.Name, p.PeerName, q.Prio), float64(q.PauseTx), float64(q.PauseRx),
+					ports.AddRow(fabric.QueueName(sw.Name, p.PeerName, q.Prio), float64(q.PauseTx), float64(q.PauseRx),
 						q.PausedTime.Seconds()*1e6, float64(q.MaxQueue)/1e3, float64(q.Ingress.MaxBytes)/1e3, float64(q.XOFF)/1e3)
 				}
 			}
